@@ -1,0 +1,39 @@
+"""bytepair: byte pair encoding compression in the line of Philip Gage's 1994 algorithm.
+
+The interface follows the standard library's ``lzma`` module::
+
+    import bytepair
+    packed = bytepair.compress(data, level=5)
+    assert bytepair.decompress(packed) == data
+"""
+
+from __future__ import annotations
+
+from ._core import compress, decompress
+from ._errors import (
+    BytePairError,
+    CorruptDataError,
+    OutputLimitError,
+    TruncatedDataError,
+    UnsupportedFormatError,
+)
+from ._params import DEFAULT_LEVEL, LEVELS, MAX_BLOCK_SIZE, Params
+from ._stream import BytePairCompressor, BytePairDecompressor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "compress",
+    "decompress",
+    "BytePairCompressor",
+    "BytePairDecompressor",
+    "BytePairError",
+    "CorruptDataError",
+    "TruncatedDataError",
+    "OutputLimitError",
+    "UnsupportedFormatError",
+    "Params",
+    "LEVELS",
+    "DEFAULT_LEVEL",
+    "MAX_BLOCK_SIZE",
+]

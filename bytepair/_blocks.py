@@ -1,0 +1,59 @@
+"""Cutting input into blocks, as Gage does.
+
+A block ends after ``block_size`` bytes, or at the byte that brings the number
+of distinct byte values in it to ``max_distinct`` (that byte included), so every
+block leaves at least ``256 - max_distinct`` byte values free to serve as codes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["split_blocks"]
+
+
+def _block_end(window: npt.NDArray[np.uint8], max_distinct: int) -> int:
+    """Length of the block that starts *window*, if the distinct limit cuts it; else 0."""
+    present = np.bincount(window, minlength=256)
+    if np.count_nonzero(present) < max_distinct:
+        return 0
+    _, first = np.unique(window, return_index=True)
+    return int(np.partition(first, max_distinct - 1)[max_distinct - 1]) + 1
+
+
+def split_blocks(data: npt.NDArray[np.uint8], block_size: int, max_distinct: int) -> npt.NDArray[np.int64]:
+    """Start offsets of the blocks of *data*, followed by ``len(data)``.
+
+    The common case (text, where the whole input has few distinct values) costs
+    one ``bincount``; binary input is cut block by block with a window that
+    grows only as far as a block can reach.
+    """
+    size = len(data)
+    if size == 0:
+        return np.zeros(1, dtype=np.int64)
+    if np.count_nonzero(np.bincount(data, minlength=256)) < max_distinct:
+        return np.append(np.arange(0, size, block_size, dtype=np.int64), size)
+    starts = [0]
+    start = 0
+    guess = min(block_size, 1024)
+    while True:
+        end = 0
+        window_len = guess
+        while True:
+            window = data[start : start + window_len]
+            cut = _block_end(window, max_distinct)
+            if cut:
+                end = start + cut
+                break
+            if window_len >= block_size or start + window_len >= size:
+                end = min(start + block_size, size)
+                break
+            window_len = min(block_size, window_len * 4)
+        if end >= size:
+            break
+        guess = min(block_size, max(256, 2 * (end - start)))
+        starts.append(end)
+        start = end
+    starts.append(size)
+    return np.asarray(starts, dtype=np.int64)

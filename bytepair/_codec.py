@@ -1,0 +1,113 @@
+"""One frame of data to one frame of the container and back.
+
+This is where the stages meet: bytes -> blocks -> engine -> choice of stored or
+encoded blocks -> container, and container -> decoder -> checked bytes.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import numpy.typing as npt
+
+from ._blocks import split_blocks
+from ._engine import EncodedBlocks, encode_blocks
+from ._errors import CorruptDataError
+from ._expand import NODE_BUDGET, expand
+from ._format import FrameHeader, fresh_code_runs, pack_frame, unpack_frame_body
+from ._params import MAX_BLOCK_SIZE, Params
+from ._tables import PairTables
+
+__all__ = ["FRAME_SIZE", "encode_frame", "decode_frame", "block_costs"]
+
+FRAME_SIZE = 1 << 22
+"""Original bytes per frame. Large enough that the decoder's fixed cost per frame
+(a few ms) is small against its work, small enough for bounded memory and
+random access."""
+
+
+def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
+    """Body bytes each encoded block costs beyond the 7 bytes of its header."""
+    n_runs, _ = fresh_code_runs(enc.n_merges, enc.n_fresh, enc.code)
+    n_recycled = enc.n_merges - enc.n_fresh
+    return enc.payload_len + 2 * enc.n_fresh + 3 * n_recycled + 2 * n_runs
+
+
+def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks) -> npt.NDArray[np.bool_]:
+    """Blocks to store as they are: those encoding does not shrink, and enough of
+    the rest to keep the frame's code expansions within the decoder's budget."""
+    stored = block_costs(enc) >= orig_len
+    block_of_merge = np.repeat(np.arange(len(orig_len)), enc.n_merges)
+    node_bytes = np.bincount(block_of_merge, weights=enc.expansion, minlength=len(orig_len)).astype(np.int64)
+    budget = NODE_BUDGET * int(orig_len.sum()) + 65536
+    if int(node_bytes[~stored].sum()) > budget:
+        for b in np.argsort(-node_bytes, kind="stable"):
+            stored[b] = True
+            if int(node_bytes[~stored].sum()) <= budget:
+                break
+    return stored
+
+
+def _assemble(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: EncodedBlocks) -> PairTables:
+    """The frame's blocks: encoded ones as the engine made them, runs of stored
+    ones merged into as few blocks of at most 64 KiB as possible."""
+    orig_len = np.diff(bounds)
+    stored = _stored_blocks(orig_len, enc)
+    keep_merge = np.repeat(~stored, enc.n_merges)
+    payload_start = np.cumsum(enc.payload_len) - enc.payload_len
+    lengths: list[int] = []
+    payload_lens: list[int] = []
+    n_merges: list[int] = []
+    n_fresh: list[int] = []
+    payload_parts: list[npt.NDArray[np.uint8]] = []
+    b = 0
+    n_blocks = len(orig_len)
+    while b < n_blocks:
+        if not stored[b]:
+            lengths.append(int(orig_len[b]))
+            payload_lens.append(int(enc.payload_len[b]))
+            n_merges.append(int(enc.n_merges[b]))
+            n_fresh.append(int(enc.n_fresh[b]))
+            payload_parts.append(enc.payload[payload_start[b] : payload_start[b] + enc.payload_len[b]])
+            b += 1
+            continue
+        end = b
+        while end < n_blocks and stored[end]:
+            end += 1
+        for lo in range(int(bounds[b]), int(bounds[end]), MAX_BLOCK_SIZE):
+            hi = min(lo + MAX_BLOCK_SIZE, int(bounds[end]))
+            lengths.append(hi - lo)
+            payload_lens.append(hi - lo)
+            n_merges.append(0)
+            n_fresh.append(0)
+            payload_parts.append(data[lo:hi])
+        b = end
+    as_array = np.asarray
+    return PairTables(
+        orig_len=as_array(lengths, dtype=np.int64),
+        n_merges=as_array(n_merges, dtype=np.int64),
+        n_fresh=as_array(n_fresh, dtype=np.int64),
+        code=enc.code[keep_merge],
+        left=enc.left[keep_merge],
+        right=enc.right[keep_merge],
+        payload_len=as_array(payload_lens, dtype=np.int64),
+        payload=np.concatenate(payload_parts) if payload_parts else np.zeros(0, dtype=np.uint8),
+    )
+
+
+def encode_frame(data: npt.NDArray[np.uint8], params: Params) -> tuple[bytes, int]:
+    """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32."""
+    bounds = split_blocks(data, params.block_size, params.max_distinct)
+    enc = encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
+    content_crc = zlib.crc32(data)
+    return pack_frame(_assemble(data, bounds, enc), content_crc), content_crc
+
+
+def decode_frame(header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int) -> npt.NDArray[np.uint8]:
+    """Decode and verify one frame whose header has been read."""
+    tables = unpack_frame_body(header, body, frame_index, first_block)
+    out = expand(tables)
+    if zlib.crc32(out) != header.content_crc:
+        raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
+    return out

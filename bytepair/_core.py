@@ -1,0 +1,67 @@
+"""One-shot ``compress`` and ``decompress``, as ``lzma.compress``/``lzma.decompress``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._codec import FRAME_SIZE
+from ._errors import CorruptDataError, TruncatedDataError
+from ._format import MAGIC
+from ._stream import BytePairCompressor, StreamParser, as_byte_view
+
+__all__ = ["compress", "decompress"]
+
+
+def compress(
+    data: object,
+    *,
+    level: int | None = None,
+    block_size: int | None = None,
+    max_distinct: int | None = None,
+    threshold: int | None = None,
+) -> bytes:
+    """Compress a bytes-like object into one bytepair stream.
+
+    *level* (1-9) picks a preset; *block_size*, *max_distinct* and *threshold*
+    override the preset's values (see ``bytepair.LEVELS``).
+    """
+    view = as_byte_view(data)
+    compressor = BytePairCompressor(level, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
+    arr = np.frombuffer(view, dtype=np.uint8)
+    parts = [compressor._header()]
+    for lo in range(0, len(arr), FRAME_SIZE):
+        parts.append(compressor._frame(arr[lo : lo + FRAME_SIZE]))
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
+def decompress(data: object, *, max_length: int | None = None) -> bytes:
+    """Decompress one or more concatenated bytepair streams.
+
+    Raises ``OutputLimitError`` before decoding a frame that would take the output
+    past *max_length*, and another ``BytePairError`` for damaged or foreign data.
+    """
+    if max_length is not None and max_length < 0:
+        raise ValueError(f"max_length must be non-negative or None, got {max_length}")
+    buf = as_byte_view(data)
+    parts: list[np.ndarray] = []
+    produced = 0
+    pos = 0
+    while True:
+        parser = StreamParser(max_length)
+        parser.produced_before = produced
+        for pos, frame in parser.frames(buf, pos):
+            if len(frame):
+                parts.append(frame)
+        if not parser.done:
+            raise TruncatedDataError(
+                "compressed data ends before the end of the stream"
+                + (f" (after frame {parser.n_frames - 1})" if parser.n_frames else "")
+            )
+        produced += parser.total_size
+        if pos == len(buf):
+            break
+        tail = bytes(buf[pos : pos + len(MAGIC)])
+        if tail != MAGIC[: len(tail)]:
+            raise CorruptDataError(f"data after the end of the stream at byte {pos} is not a bytepair stream")
+    return b"".join(p.data for p in parts)

@@ -1,0 +1,52 @@
+"""CRC-32 (as ``zlib.crc32``) of a concatenation, from the CRCs of its parts.
+
+Each frame carries the CRC of its own content; combining them gives the CRC of
+the whole stream without a second pass over the output. This is zlib's
+``crc32_combine`` (polynomial arithmetic modulo the CRC polynomial).
+"""
+
+from __future__ import annotations
+
+__all__ = ["crc32_combine"]
+
+_POLY = 0xEDB88320  # reflected CRC-32 polynomial
+
+
+def _multmodp(a: int, b: int) -> int:
+    """Product of two polynomials modulo the CRC polynomial (reflected bit order)."""
+    m = 1 << 31
+    product = 0
+    while True:
+        if a & m:
+            product ^= b
+            if not a & (m - 1):
+                return product
+        m >>= 1
+        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
+
+
+def _powers() -> list[int]:
+    table = [1 << 30]  # x^1
+    for _ in range(31):
+        table.append(_multmodp(table[-1], table[-1]))
+    return table
+
+
+_X2N = _powers()  # x^(2^k) modulo the polynomial
+
+
+def _x8nmodp(n: int) -> int:
+    """x^(8n) modulo the polynomial: the shift that *n* zero bytes apply."""
+    power = 1 << 31  # x^0
+    k = 3
+    while n:
+        if n & 1:
+            power = _multmodp(_X2N[k & 31], power)
+        n >>= 1
+        k += 1
+    return power
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC of ``a + b`` given ``crc32(a)``, ``crc32(b)`` and ``len(b)``."""
+    return _multmodp(_x8nmodp(len2), crc1) ^ crc2

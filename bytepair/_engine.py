@@ -1,0 +1,476 @@
+"""The byte pair encoding engine: blocks in, (pair table, payload) per block out.
+
+No I/O and no knowledge of any file format. All blocks of a batch advance
+together: every step makes one merge in each block that still has a pair worth
+replacing, with a fixed number of numpy calls whatever the number of blocks.
+
+Data structures (see README, "How the engine works"):
+
+* ``val``: the current symbol at each original position, a doubly linked list
+  (``nxt``/``prv``) over positions that are still alive; a deleted position holds
+  ``DEAD`` and is never visited again. Position ``n`` is a shared sentinel.
+* ``counts``: exact counts of every adjacent pair, one dense 256x256 ``uint16``
+  table per block, kept up to date incrementally, plus ``rowmax``, the maximum of
+  each 256-entry row, so the most frequent pair of a block is found by looking at
+  256 row maxima and one row.
+* An index of occurrences: every pair that reaches ``threshold`` when it comes into
+  existence is recorded with its positions, sorted by a key that grows with the
+  step that created it. All current occurrences of a pair were created in one
+  step (the step that created its younger symbol), so one ``searchsorted`` finds
+  them for all blocks at once; stale entries are filtered by checking ``val``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from ._tables import concat_ranges
+
+__all__ = ["EncodedBlocks", "StepRecord", "encode_blocks", "MAX_BATCH_BLOCKS"]
+
+MAX_BATCH_BLOCKS = 256
+"""Blocks that advance together; bounds the dense count tables (32 MiB)."""
+
+MAX_RECYCLED = 255
+"""The format stores a block's number of recycled codes in one byte."""
+
+_SENTINEL = 256
+_DEAD = 257
+_TABLE = 65536  # cells of one block's pair-count table
+
+
+@dataclasses.dataclass
+class EncodedBlocks:
+    """The engine's result for a run of blocks, in block order.
+
+    Each block's merges are in creation order; the first ``n_fresh[b]`` of them use
+    codes that never occurred in the block, in descending byte order, the rest use
+    recycled codes. ``count`` is the pair's count when it was merged and
+    ``expansion`` the number of bytes its code stands for.
+    """
+
+    n_merges: npt.NDArray[np.int64]
+    n_fresh: npt.NDArray[np.int64]
+    code: npt.NDArray[np.uint8]
+    left: npt.NDArray[np.uint8]
+    right: npt.NDArray[np.uint8]
+    count: npt.NDArray[np.int64]
+    expansion: npt.NDArray[np.int64]
+    payload_len: npt.NDArray[np.int64]
+    payload: npt.NDArray[np.uint8]
+
+
+@dataclasses.dataclass
+class StepRecord:
+    """One step of a batch, as reported to an ``on_step`` observer.
+
+    ``blocks[k]`` merged ``(left[k], right[k])`` into ``code[k]``; ``count[k]`` is
+    the pair's count before the merge. ``sequence(block)`` returns the block's
+    symbols after the step.
+    """
+
+    step: int
+    blocks: npt.NDArray[np.int64]
+    left: npt.NDArray[np.int64]
+    right: npt.NDArray[np.int64]
+    code: npt.NDArray[np.int64]
+    count: npt.NDArray[np.int64]
+    fresh: npt.NDArray[np.bool_]
+    sequence: Callable[[int], bytes]
+
+
+StepObserver = Callable[[StepRecord], None]
+
+
+class _Workspace:
+    """Big tables allocated once per thread and reused: fresh pages cost faults."""
+
+    def __init__(self) -> None:
+        rows = MAX_BATCH_BLOCKS * 256 + 1  # the last row is the trash row
+        self.counts = np.zeros(rows * 256, dtype=np.uint16)
+        self.rowmax = np.zeros(rows, dtype=np.uint16)
+        self.rowmark = np.zeros(rows, dtype=np.bool_)
+
+
+_local = threading.local()
+
+
+def _workspace() -> _Workspace:
+    ws: _Workspace | None = getattr(_local, "ws", None)
+    if ws is None:
+        ws = _local.ws = _Workspace()
+    return ws
+
+
+def encode_blocks(
+    data: npt.NDArray[np.uint8],
+    bounds: npt.NDArray[np.int64],
+    *,
+    threshold: int,
+    recycle: bool = True,
+    max_depth: int | None = None,
+    on_step: StepObserver | None = None,
+    check_counts: bool = False,
+) -> EncodedBlocks:
+    """Encode the blocks ``data[bounds[k]:bounds[k + 1]]``; every block must be non-empty.
+
+    ``max_depth`` (for writers whose decoders have a small stack) forbids any code
+    whose expansion needs more stack slots than that, counted as Gage's expander
+    does: ``D(literal) = 0``, ``D(pair) = max(2, 1 + D(left), D(right))``.
+    ``check_counts`` recomputes every count from scratch after every step and
+    asserts the incremental ones agree (for tests; slow).
+    """
+    results = []
+    n_blocks = len(bounds) - 1
+    for first in range(0, n_blocks, MAX_BATCH_BLOCKS):
+        last = min(first + MAX_BATCH_BLOCKS, n_blocks)
+        batch = _Batch(
+            data[bounds[first] : bounds[last]],
+            bounds[first : last + 1] - bounds[first],
+            threshold=threshold,
+            recycle=recycle,
+            max_depth=max_depth,
+            block_offset=first,
+        )
+        results.append(batch.run(on_step, check_counts))
+    if not results:
+        empty = np.zeros(0, dtype=np.int64)
+        no_bytes = np.zeros(0, dtype=np.uint8)
+        return EncodedBlocks(empty, empty, no_bytes, no_bytes, no_bytes, empty, empty, empty, no_bytes)
+    if len(results) == 1:
+        return results[0]
+    return EncodedBlocks(
+        *(np.concatenate([getattr(r, f.name) for r in results]) for f in dataclasses.fields(EncodedBlocks))
+    )
+
+
+class _Batch:
+    """The state of up to ``MAX_BATCH_BLOCKS`` blocks being encoded together."""
+
+    def __init__(
+        self,
+        data: npt.NDArray[np.uint8],
+        bounds: npt.NDArray[np.int64],
+        *,
+        threshold: int,
+        recycle: bool,
+        max_depth: int | None,
+        block_offset: int,
+    ) -> None:
+        self.ws = _workspace()
+        self.threshold = threshold
+        self.recycle = recycle
+        self.max_depth = max_depth
+        self.block_offset = block_offset
+        self.bounds = bounds
+        n = self.n = len(data)
+        k = self.k = len(bounds) - 1
+        self.trash = k * _TABLE
+        starts = bounds[:-1]
+        ends = bounds[1:]
+        if np.any(ends <= starts):
+            raise ValueError("encode_blocks needs non-empty blocks")
+
+        self.val = np.empty(n + 1, dtype=np.int16)
+        self.val[:n] = data
+        self.val[n] = _SENTINEL
+        self.nxt = np.arange(1, n + 2, dtype=np.int64)
+        self.nxt[ends - 1] = n
+        self.nxt[n] = n
+        self.prv = np.arange(-1, n, dtype=np.int64)
+        self.prv[starts] = n
+        self.prv[n] = n
+        self.is_match = np.zeros(n + 1, dtype=np.bool_)
+        block_of = np.repeat(np.arange(k, dtype=np.int64), ends - starts)
+        self.block_of = block_of
+
+        symcount = np.bincount(block_of * 256 + data, minlength=k * 256)
+        self.symcount = symcount.reshape(k, 256)
+        absent = self.symcount == 0
+        order = np.argsort(~absent[:, ::-1], axis=1, kind="stable")
+        self.fresh_codes = (255 - order).astype(np.int64)
+        self.n_free = absent.sum(axis=1).astype(np.int64)
+        self.n_used = np.zeros(k, dtype=np.int64)
+        self.n_recycled = np.zeros(k, dtype=np.int64)
+        self.created = np.zeros((k, 256), dtype=np.int64)  # step that made each symbol
+        self.depth = np.zeros((k, 256), dtype=np.int64)
+        self.explen = np.ones((k, 256), dtype=np.int64)  # bytes each symbol stands for
+        self.steps: list[tuple[npt.NDArray[np.int64], ...]] = []
+
+        self._index_initial_pairs(data, block_of)
+
+    # -- the occurrence index -------------------------------------------------
+
+    def _index_initial_pairs(self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.int64]) -> None:
+        n, k = self.n, self.k
+        ws = self.ws
+        pos = np.flatnonzero(self.nxt[:n] != n)  # every position but the last of a block
+        keys = (data[pos].astype(np.uint16) << 8) | data[pos + 1]
+        order = np.argsort(keys, kind="stable")
+        pos = pos[order]
+        keys64 = keys[order].astype(np.int64)
+        blocks = block_of[pos]
+        composite = keys64 * k + blocks
+        if len(composite):
+            starts = np.flatnonzero(np.diff(composite, prepend=-1))
+            sizes = np.diff(starts, append=len(composite))
+            cell = blocks[starts] * _TABLE + keys64[starts]
+            ws.counts[cell] = sizes
+            np.maximum.at(ws.rowmax, cell >> 8, sizes.astype(np.uint16))
+            keep = np.repeat(sizes >= self.threshold, sizes)
+            composite = composite[keep]
+            pos = pos[keep]
+        capacity = 3 * n + 16
+        self.gkeys = np.empty(capacity, dtype=np.int64)
+        self.gpos = np.empty(capacity, dtype=np.int64)
+        self.gn = len(composite)
+        self.gkeys[: self.gn] = composite
+        self.gpos[: self.gn] = pos
+
+    def _append_index(self, step: int, pos: npt.NDArray[np.int64], keys: npt.NDArray[np.int64],
+                      blocks: npt.NDArray[np.int64]) -> None:
+        order = np.argsort(keys.astype(np.uint16), kind="stable")
+        composite = step * (_TABLE * self.k) + keys[order] * self.k + blocks[order]
+        end = self.gn + len(pos)
+        self.gkeys[self.gn : end] = composite
+        self.gpos[self.gn : end] = pos[order]
+        self.gn = end
+
+    # -- the main loop --------------------------------------------------------
+
+    def run(self, on_step: StepObserver | None, check_counts: bool) -> EncodedBlocks:
+        try:
+            active = np.arange(self.k, dtype=np.int64)
+            step = 0
+            if check_counts:
+                self._check_counts()
+            while len(active):
+                step += 1
+                active = self._step(step, active)
+                if check_counts:
+                    self._check_counts()
+                if on_step is not None and len(active):
+                    self._report(step, on_step)
+            return self._result()
+        finally:
+            self._reset_tables()
+
+    def _step(self, step: int, active: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        ws = self.ws
+        n, k = self.n, self.k
+        threshold = self.threshold
+        rows = ws.rowmax[: k * 256].reshape(k, 256)
+        table = ws.counts[: k * _TABLE].reshape(k, 256, 256)
+
+        # 1. the most frequent pair of every active block (lowest left, then right, on ties)
+        row_best = rows[active]
+        left = row_best.argmax(axis=1)
+        count = row_best[np.arange(len(active)), left].astype(np.int64)
+        right = table[active, left].argmax(axis=1)
+
+        # 2. its code: the next fresh one, else a recycled one (needs one more occurrence)
+        has_fresh = self.n_used[active] < self.n_free[active]
+        code = self.fresh_codes[active, np.minimum(self.n_used[active], 255)]
+        ok = has_fresh & (count >= threshold)
+        if self.recycle and not has_fresh.all():
+            unused = self.symcount[active] == 0
+            recycled = 255 - unused[:, ::-1].argmax(axis=1)
+            can_recycle = unused[np.arange(len(active)), recycled] & (self.n_recycled[active] < MAX_RECYCLED)
+            code = np.where(has_fresh, code, recycled)
+            ok |= ~has_fresh & can_recycle & (count > threshold)
+        if self.max_depth is not None:
+            depth = np.maximum(
+                np.maximum(2, 1 + self.depth[active, left]), self.depth[active, right]
+            )
+            ok &= depth <= self.max_depth
+        if not ok.all():
+            active, left, right, count, code, has_fresh = (
+                a[ok] for a in (active, left, right, count, code, has_fresh)
+            )
+            if self.max_depth is not None:
+                depth = depth[ok]
+        if not len(active):
+            return active
+
+        # 3. the candidate positions of each block's pair, from the occurrence index
+        segment = np.maximum(self.created[active, left], self.created[active, right])
+        query = segment * (_TABLE * k) + (left * 256 + right) * k + active
+        keys = self.gkeys[: self.gn]
+        lo = np.searchsorted(keys, query, side="left")
+        hi = np.searchsorted(keys, query, side="right")
+        found = hi - lo
+        owner = np.repeat(np.arange(len(active), dtype=np.int64), found)
+        cand = self.gpos[concat_ranges(lo, found)]
+
+        # 4. keep those that still hold the pair
+        val, nxt, prv = self.val, self.nxt, self.prv
+        live = (val[cand] == left[owner]) & (val[nxt[cand]] == right[owner])
+        cand = cand[live]
+        owner = owner[live]
+
+        # 5. overlapping runs (left == right): keep every other match, left to right
+        if len(cand) > 1:
+            chained = np.zeros(len(cand), dtype=np.bool_)
+            chained[1:] = nxt[cand[:-1]] == cand[1:]
+            if chained.any():
+                idx = np.arange(len(cand))
+                run_start = np.maximum.accumulate(np.where(chained, 0, idx))
+                keep = (idx - run_start) % 2 == 0
+                cand = cand[keep]
+                owner = owner[keep]
+
+        # 6. the pairs each match destroys and creates
+        i = cand
+        j = nxt[i]
+        p = prv[i]
+        q = nxt[j]
+        blk = active[owner]
+        m_left = left[owner]
+        m_right = right[owner]
+        m_code = code[owner]
+        self.is_match[i] = True
+        q_is_match = self.is_match[q]
+        p_is_partner = self.is_match[prv[p]]  # p is the deleted half of the match before
+        has_p = p != n
+        has_q = (q != n) & ~q_is_match
+        val_p = val[p].astype(np.int64)
+        val_q = val[q].astype(np.int64)
+        base = blk * _TABLE
+        trash = self.trash
+        dec = np.concatenate(
+            (
+                np.where(has_p, base + val_p * 256 + m_left, trash),
+                base + m_left * 256 + m_right,
+                np.where(has_q, base + m_right * 256 + val_q, trash),
+            )
+        )
+        new_p = np.where(p_is_partner, m_code, val_p)
+        key_a = new_p * 256 + m_code
+        key_b = m_code * 256 + val_q
+        inc = np.concatenate((np.where(has_p, base + key_a, trash), np.where(has_q, base + key_b, trash)))
+        pos_a = np.where(p_is_partner, prv[p], p)
+
+        counts, rowmax, rowmark = ws.counts, ws.rowmax, ws.rowmark
+        dec_rows = dec >> 8
+        rowmark[dec_rows[counts[dec] == rowmax[dec_rows]]] = True
+        np.subtract.at(counts, dec, np.uint16(1))
+        stale = np.flatnonzero(rowmark)
+        rowmark[stale] = False
+        rowmax[stale] = counts.reshape(-1, 256)[stale].max(axis=1)
+        np.add.at(counts, inc, np.uint16(1))
+        np.maximum.at(rowmax, inc >> 8, counts[inc])
+        counts[trash : trash + 256] = 0
+        rowmax[trash >> 8] = 0
+
+        # 7. rewrite the sequence
+        val[i] = m_code
+        val[j] = _DEAD
+        nxt[i] = q
+        prv[q] = i
+        prv[n] = n
+        self.is_match[i] = False
+
+        # 8. symbol counts, code bookkeeping
+        made = np.bincount(owner, minlength=len(active))
+        self.symcount[active, left] -= made
+        self.symcount[active, right] -= made
+        self.symcount[active, code] += made
+        self.n_used[active] += has_fresh
+        self.n_recycled[active] += ~has_fresh
+        self.created[active, code] = step
+        expansion = self.explen[active, left] + self.explen[active, right]
+        self.explen[active, code] = expansion
+        if self.max_depth is not None:
+            self.depth[active, code] = depth
+
+        # 9. index the new pairs that are frequent enough to be chosen some day
+        new_pos = np.stack((pos_a, i), axis=1).ravel()
+        new_key = np.stack((key_a, key_b), axis=1).ravel()
+        new_blk = np.repeat(blk, 2)
+        new_ok = np.stack((has_p, has_q), axis=1).ravel()
+        new_ok[new_ok] = counts[new_blk[new_ok] * _TABLE + new_key[new_ok]] >= threshold
+        self._append_index(step, new_pos[new_ok], new_key[new_ok], new_blk[new_ok])
+
+        self.steps.append((active, left, right, code, count, expansion, has_fresh))
+        return active
+
+    # -- results ---------------------------------------------------------------
+
+    def _alive(self) -> npt.NDArray[np.bool_]:
+        return self.val[: self.n] < _SENTINEL
+
+    def _result(self) -> EncodedBlocks:
+        k = self.k
+        if self.steps:
+            blocks, left, right, code, count, expansion, fresh = (
+                np.concatenate(cols) for cols in zip(*self.steps)
+            )
+        else:
+            blocks = left = right = code = count = expansion = np.zeros(0, dtype=np.int64)
+            fresh = np.zeros(0, dtype=np.bool_)
+        order = np.argsort(blocks, kind="stable")
+        alive = self._alive()
+        payload = self.val[: self.n][alive].astype(np.uint8)
+        return EncodedBlocks(
+            n_merges=np.bincount(blocks, minlength=k).astype(np.int64),
+            n_fresh=np.bincount(blocks[fresh], minlength=k).astype(np.int64),
+            code=code[order].astype(np.uint8),
+            left=left[order].astype(np.uint8),
+            right=right[order].astype(np.uint8),
+            count=count[order],
+            expansion=expansion[order],
+            payload_len=np.bincount(self.block_of[alive], minlength=k).astype(np.int64),
+            payload=payload,
+        )
+
+    def _sequence(self, block: int) -> bytes:
+        lo, hi = self.bounds[block], self.bounds[block + 1]
+        part = self.val[lo:hi]
+        return part[part < _SENTINEL].astype(np.uint8).tobytes()
+
+    def _report(self, step: int, on_step: StepObserver) -> None:
+        active, left, right, code, count, _, fresh = self.steps[-1]
+        on_step(
+            StepRecord(
+                step=step,
+                blocks=active + self.block_offset,
+                left=left,
+                right=right,
+                code=code,
+                count=count,
+                fresh=fresh,
+                sequence=lambda b: self._sequence(b - self.block_offset),
+            )
+        )
+
+    def _final_pair_cells(self) -> npt.NDArray[np.int64]:
+        n = self.n
+        pos = np.flatnonzero(self._alive())
+        pos = pos[self.nxt[pos] != n]
+        return self.block_of[pos] * _TABLE + self.val[pos].astype(np.int64) * 256 + self.val[self.nxt[pos]]
+
+    def _reset_tables(self) -> None:
+        """Return the shared tables to zero; with exact counts only the final pairs are non-zero."""
+        ws = self.ws
+        ws.counts[self._final_pair_cells()] = 0
+        ws.rowmax[: self.k * 256 + 1] = 0
+        ws.counts[self.trash : self.trash + 256] = 0
+
+    def _check_counts(self) -> None:
+        """Recompute all counts and row maxima from the sequence; they must equal the kept ones."""
+        ws = self.ws
+        k = self.k
+        expected = np.bincount(self._final_pair_cells(), minlength=k * _TABLE)
+        kept = ws.counts[: k * _TABLE].astype(np.int64)
+        bad = np.flatnonzero(expected != kept)
+        assert not len(bad), f"counts differ at cells {bad[:10]}: kept {kept[bad[:10]]}, true {expected[bad[:10]]}"
+        rows = ws.rowmax[: k * 256].astype(np.int64)
+        assert np.array_equal(rows, expected.reshape(-1, 256).max(axis=1)), "row maxima differ"
+        alive = self._alive()
+        sym = np.bincount(self.block_of[alive] * 256 + self.val[: self.n][alive], minlength=k * 256)
+        assert np.array_equal(sym.reshape(k, 256), self.symcount), "symbol counts differ"

@@ -1,0 +1,244 @@
+"""Turning (pair table, payload) back into blocks: a fast decoder and a reference one.
+
+Both take the same columns (no file format here) and validate before they
+allocate: every operand is a literal or an earlier code, no code expands to more
+than its block holds, and every block expands to exactly its declared length.
+
+A code's meaning is the definition current when it is used: with code recycling
+one byte value can stand for several pairs over a block's life. Each merge is a
+*node*; an operand ``v`` of merge ``m`` resolves to the latest earlier merge of
+the same block whose code is ``v``, or to the literal ``v`` if there is none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ._errors import CorruptDataError
+from ._tables import PairTables, concat_ranges
+
+__all__ = ["expand", "expand_reference", "NODE_BUDGET"]
+
+NODE_BUDGET = 4
+"""The expansions of all codes of a run of blocks may hold at most this many times
+its original size (plus 64 KiB); the encoder never writes more (docs/FORMAT.md)."""
+
+_GROUP_BYTES = 1 << 18  # payload expansion works on ~256 KiB of output at a time
+
+
+class _Resolved:
+    """Operands and payload symbols of a run of blocks, resolved to node ids.
+
+    Nodes 0..255 are the literals; node ``256 + m`` is merge ``m``.
+    """
+
+    def __init__(self, t: PairTables) -> None:
+        nb = len(t.orig_len)
+        m_total = len(t.code)
+        self.block_of_merge = np.repeat(np.arange(nb, dtype=np.int64), t.n_merges)
+        first_merge = np.cumsum(t.n_merges) - t.n_merges
+        self.rank = np.arange(m_total, dtype=np.int64) - first_merge[self.block_of_merge]
+        # every merge as a sortable key (block, code, rank); resolving an operand
+        # of rank r is a search for the last key below (block, value, r)
+        span = int(t.n_merges.max()) + 1 if nb else 1
+        self.span = span
+        defined = (self.block_of_merge * 256 + t.code) * span + self.rank
+        self.order = np.argsort(defined, kind="stable")
+        self.sorted_keys = defined[self.order]
+        # what each byte value means at the end of its block: its latest merge, else itself
+        self.final = np.tile(np.arange(256, dtype=np.int64), nb)
+        if m_total:
+            slot = self.sorted_keys // span
+            latest = np.flatnonzero(np.diff(slot, append=-1))
+            self.final[slot[latest]] = 256 + self.order[latest]
+
+    def resolve(self, blocks: npt.NDArray[np.int64], values: npt.NDArray[np.int64],
+                before_rank: npt.NDArray[np.int64] | int) -> npt.NDArray[np.int64]:
+        """Node id of byte *values* in *blocks* as defined before *before_rank*."""
+        if not len(self.sorted_keys):
+            return values
+        key = (blocks * 256 + values) * self.span + before_rank
+        at = np.searchsorted(self.sorted_keys, key, side="left") - 1
+        at_ok = np.maximum(at, 0)
+        found = (at >= 0) & (self.sorted_keys[at_ok] // self.span == blocks * 256 + values)
+        return np.where(found, 256 + self.order[at_ok], values)
+
+
+def _check_forward_refs(t: PairTables, res: _Resolved) -> None:
+    """A fresh code may be an operand only after its own merge (rules out cycles)."""
+    nb = len(t.orig_len)
+    if not len(t.code):
+        return
+    fresh_rank = np.full((nb, 256), -1, dtype=np.int64)
+    is_fresh = res.rank < t.n_fresh[res.block_of_merge]
+    fresh_rank[res.block_of_merge[is_fresh], t.code[is_fresh]] = res.rank[is_fresh]
+    if np.unique(res.block_of_merge[is_fresh] * 256 + t.code[is_fresh]).size != int(is_fresh.sum()):
+        raise CorruptDataError("pair table lists a fresh code twice")
+    for side in (t.left, t.right):
+        bad = fresh_rank[res.block_of_merge, side] >= res.rank
+        if bad.any():
+            m = int(np.argmax(bad))
+            raise CorruptDataError(
+                f"block {t.first_block + int(res.block_of_merge[m])}: pair code {int(t.code[m])} "
+                f"(merge {int(res.rank[m])}) uses code {int(side[m])} before it is defined"
+            )
+
+
+def _node_lengths(t: PairTables, res: _Resolved, left_node: npt.NDArray[np.int64],
+                  right_node: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Expansion length and depth of every node, rank by rank for all blocks at once."""
+    m_total = len(t.code)
+    length = np.ones(256 + m_total, dtype=np.int64)
+    depth = np.zeros(256 + m_total, dtype=np.int64)
+    cap = t.orig_len[res.block_of_merge] + 1
+    by_rank = np.argsort(res.rank, kind="stable")
+    rank_edges = np.searchsorted(res.rank[by_rank], np.arange(res.span + 1))
+    for r in range(res.span):
+        merges = by_rank[rank_edges[r] : rank_edges[r + 1]]
+        if not len(merges):
+            break
+        ln = left_node[merges]
+        rn = right_node[merges]
+        length[256 + merges] = np.minimum(length[ln] + length[rn], cap[merges])
+        depth[256 + merges] = np.maximum(depth[ln], depth[rn]) + 1
+    too_long = length[256:] > t.orig_len[res.block_of_merge]
+    if too_long.any():
+        m = int(np.argmax(too_long))
+        raise CorruptDataError(
+            f"block {t.first_block + int(res.block_of_merge[m])}: pair code {int(t.code[m])} "
+            f"expands to more than the block's {int(t.orig_len[res.block_of_merge[m]])} bytes"
+        )
+    return length, depth
+
+
+def expand(t: PairTables) -> npt.NDArray[np.uint8]:
+    """Decode a run of blocks with a fixed number of numpy calls per rank and depth level."""
+    if np.any(t.payload_len < 1) or np.any(t.payload_len > t.orig_len):
+        raise CorruptDataError("a block's payload is empty or longer than the block")
+    res = _Resolved(t)
+    _check_forward_refs(t, res)
+    bm = res.block_of_merge
+    left_node = res.resolve(bm, t.left.astype(np.int64), res.rank)
+    right_node = res.resolve(bm, t.right.astype(np.int64), res.rank)
+    length, depth = _node_lengths(t, res, left_node, right_node)
+
+    # payload symbols -> nodes; each block must expand to exactly its declared length
+    nb = len(t.orig_len)
+    block_of_sym = np.repeat(np.arange(nb, dtype=np.int64), t.payload_len)
+    sym_node = res.final[block_of_sym * 256 + t.payload]
+    sym_len = length[sym_node]
+    ends = np.cumsum(sym_len)
+    block_total = np.diff(ends[np.cumsum(t.payload_len) - 1], prepend=0) if nb else ends
+    wrong = block_total != t.orig_len
+    if wrong.any():
+        b = int(np.argmax(wrong))
+        raise CorruptDataError(
+            f"block {t.first_block + b}: expands to {int(block_total[b])} bytes, "
+            f"header says {int(t.orig_len[b])}"
+        )
+
+    # lay out every code's expansion, depth level by depth level
+    budget = NODE_BUDGET * int(t.orig_len.sum()) + 65536
+    node_bytes = int(length[256:].sum())
+    if node_bytes > budget:
+        raise CorruptDataError(
+            f"blocks {t.first_block}..{t.first_block + nb - 1}: pair tables expand to "
+            f"{node_bytes} bytes, more than {NODE_BUDGET}x the data they describe"
+        )
+    by_depth = np.argsort(depth[256:], kind="stable")
+    offset = np.arange(256 + len(t.code), dtype=np.int64)
+    lengths_sorted = length[256 + by_depth]
+    offset[256 + by_depth] = 256 + np.cumsum(lengths_sorted) - lengths_sorted
+    buf = np.empty(256 + node_bytes, dtype=np.uint8)
+    buf[:256] = np.arange(256, dtype=np.uint8)
+    depth_sorted = depth[256 + by_depth]
+    level_edges = np.concatenate(([0], np.flatnonzero(np.diff(depth_sorted)) + 1, [len(depth_sorted)]))
+    for lo, hi in zip(level_edges[:-1], level_edges[1:]):
+        if lo == hi:
+            continue
+        nodes = by_depth[lo:hi]
+        src = np.stack((left_node[nodes], right_node[nodes]), axis=1).ravel()
+        dst_lo = offset[256 + nodes[0]]
+        dst_hi = offset[256 + nodes[-1]] + length[256 + nodes[-1]]
+        buf[dst_lo:dst_hi] = buf[concat_ranges(offset[src], length[src])]
+
+    # expand the payloads, a group of whole blocks at a time
+    out = np.empty(int(t.orig_len.sum()), dtype=np.uint8)
+    sym_start = offset[sym_node]
+    n_syms = len(sym_node)
+    done = 0
+    first = 0
+    while first < n_syms:
+        last = int(np.searchsorted(ends, done + _GROUP_BYTES, side="right"))
+        last = max(last, first + 1)
+        stop = int(ends[last - 1])
+        out[done:stop] = buf[concat_ranges(sym_start[first:last], sym_len[first:last])]
+        done, first = stop, last
+    return out
+
+
+def expand_reference(t: PairTables) -> bytes:
+    """Decode block by block with an explicit stack, as Gage's expander does; no recursion.
+
+    Slow (pure Python per output byte); it exists to check the fast decoder.
+    """
+    out = bytearray()
+    merge_at = 0
+    payload_at = 0
+    for b in range(len(t.orig_len)):
+        n_merges = int(t.n_merges[b])
+        n_fresh = int(t.n_fresh[b])
+        orig_len = int(t.orig_len[b])
+        where = f"block {t.first_block + b}"
+        # nodes[k] = (left node, right node, length); literals are 0..255
+        current = list(range(256))
+        lefts: list[int] = []
+        rights: list[int] = []
+        lengths: list[int] = []
+        fresh_codes = {int(c) for c in t.code[merge_at : merge_at + n_fresh]}
+        if len(fresh_codes) != n_fresh:
+            raise CorruptDataError("pair table lists a fresh code twice")
+        defined: set[int] = set()
+        for k in range(n_merges):
+            code = int(t.code[merge_at + k])
+            operands = (int(t.left[merge_at + k]), int(t.right[merge_at + k]))
+            for v in operands:
+                if v in fresh_codes and v not in defined:
+                    raise CorruptDataError(
+                        f"{where}: pair code {code} (merge {k}) uses code {v} before it is defined"
+                    )
+            ln, rn = current[operands[0]], current[operands[1]]
+            size = (1 if ln < 256 else lengths[ln - 256]) + (1 if rn < 256 else lengths[rn - 256])
+            if size > orig_len:
+                raise CorruptDataError(f"{where}: pair code {code} expands to more than the block's {orig_len} bytes")
+            lefts.append(ln)
+            rights.append(rn)
+            lengths.append(size)
+            current[code] = 256 + k
+            if k < n_fresh:
+                defined.add(code)
+        # depth of a node is at most its merge index + 1, so this stack never overflows
+        stack = [0] * (n_merges + 2)
+        start = len(out)
+        for sym in t.payload[payload_at : payload_at + int(t.payload_len[b])].tobytes():
+            top = 0
+            stack[0] = current[sym]
+            while top >= 0:
+                node = stack[top]
+                if node < 256:
+                    out.append(node)
+                    top -= 1
+                    if len(out) - start > orig_len:
+                        raise CorruptDataError(f"{where}: expands to more than the header's {orig_len} bytes")
+                else:
+                    stack[top] = rights[node - 256]
+                    top += 1
+                    stack[top] = lefts[node - 256]
+        if len(out) - start != orig_len:
+            raise CorruptDataError(
+                f"{where}: expands to {len(out) - start} bytes, header says {orig_len}"
+            )
+        merge_at += n_merges
+        payload_at += int(t.payload_len[b])
+    return bytes(out)

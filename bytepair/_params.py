@@ -1,0 +1,95 @@
+"""Compression parameters, their validation, and the level presets that set them."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+__all__ = ["Params", "LEVELS", "DEFAULT_LEVEL", "MAX_BLOCK_SIZE", "resolve_params"]
+
+MAX_BLOCK_SIZE = 65535
+"""Largest block the format can describe (its lengths are 16-bit)."""
+
+DEFAULT_LEVEL = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    """What the encoder needs to know; the decoder needs none of it.
+
+    block_size:   most bytes of input in one block (Gage: 5000).
+    max_distinct: a block ends at the byte that makes this many distinct byte
+                  values, so at least ``256 - max_distinct`` values are free to
+                  serve as pair codes (Gage: 200).
+    threshold:    a pair is replaced only if it occurs at least this often
+                  (Gage: 3). A recycled code costs one table byte more, so it
+                  needs ``threshold + 1``.
+    recycle:      reuse byte values that no longer occur once fresh codes run out.
+    """
+
+    block_size: int = 32768
+    max_distinct: int = 200
+    threshold: int = 3
+    recycle: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("block_size", "max_distinct", "threshold"):
+            value = getattr(self, name)
+            try:
+                operator.index(value)
+            except TypeError:
+                raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+            if isinstance(value, bool):
+                raise TypeError(f"{name} must be an integer, not bool")
+        if not 1 <= self.block_size <= MAX_BLOCK_SIZE:
+            raise ValueError(f"block_size must be in 1..{MAX_BLOCK_SIZE}, got {self.block_size}")
+        if not 1 <= self.max_distinct <= 255:
+            raise ValueError(
+                f"max_distinct must be in 1..255 (at least one byte value must stay free "
+                f"for pair codes), got {self.max_distinct}"
+            )
+        if not 2 <= self.threshold <= MAX_BLOCK_SIZE:
+            raise ValueError(
+                f"threshold must be in 2..{MAX_BLOCK_SIZE} (replacing a pair seen once "
+                f"never pays), got {self.threshold}"
+            )
+
+
+LEVELS: dict[int, Params] = {
+    1: Params(block_size=65535, max_distinct=200, threshold=8),
+    2: Params(block_size=65535, max_distinct=200, threshold=6),
+    3: Params(block_size=65535, max_distinct=200, threshold=4),
+    4: Params(block_size=49152, max_distinct=200, threshold=3),
+    5: Params(block_size=32768, max_distinct=200, threshold=3),
+    6: Params(block_size=32768, max_distinct=200, threshold=3),
+    7: Params(block_size=32768, max_distinct=200, threshold=3),
+    8: Params(block_size=32768, max_distinct=200, threshold=3),
+    9: Params(block_size=32768, max_distinct=200, threshold=3),
+}
+"""Named presets; ``-1`` is fastest, ``-9`` smallest. See README for measured figures."""
+
+
+def resolve_params(
+    level: int | None = None,
+    *,
+    block_size: int | None = None,
+    max_distinct: int | None = None,
+    threshold: int | None = None,
+) -> Params:
+    """The preset of *level* with any explicitly given parameter overriding it."""
+    if level is None:
+        level = DEFAULT_LEVEL
+    if isinstance(level, bool) or not isinstance(level, int):
+        raise TypeError(f"level must be an integer, not {type(level).__name__}")
+    if level not in LEVELS:
+        raise ValueError(f"level must be in {min(LEVELS)}..{max(LEVELS)}, got {level}")
+    overrides = {
+        name: value
+        for name, value in (
+            ("block_size", block_size),
+            ("max_distinct", max_distinct),
+            ("threshold", threshold),
+        )
+        if value is not None
+    }
+    return dataclasses.replace(LEVELS[level], **overrides)

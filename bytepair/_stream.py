@@ -1,0 +1,274 @@
+"""Streams of frames: incremental compression and decompression.
+
+``BytePairCompressor`` and ``BytePairDecompressor`` mirror ``lzma.LZMACompressor``
+and ``lzma.LZMADecompressor``. The one-shot functions in ``_core`` use the same
+``StreamParser``, so there is one reader of the container's stream structure.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from ._codec import FRAME_SIZE, decode_frame, encode_frame
+from ._crc import crc32_combine
+from ._errors import CorruptDataError, OutputLimitError
+from ._format import (
+    END_SIZE,
+    FRAME_HEADER_SIZE,
+    KIND_END,
+    KIND_FRAME,
+    STREAM_HEADER_SIZE,
+    pack_end,
+    pack_stream_header,
+    unpack_end,
+    unpack_frame_header,
+    unpack_stream_header,
+)
+from ._params import resolve_params
+
+__all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view"]
+
+
+def as_byte_view(data: object) -> memoryview:
+    """A flat byte view of any C-contiguous buffer (bytes, bytearray, memoryview, numpy array)."""
+    try:
+        view = memoryview(data)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"a bytes-like object is required, not {type(data).__name__!r}") from None
+    if not view.c_contiguous:
+        raise ValueError("data must be a C-contiguous buffer")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+class _Busy:
+    """Refuses concurrent use of one object from several threads, rather than corrupting it."""
+
+    def __init__(self, what: str) -> None:
+        self._lock = threading.Lock()
+        self._what = what
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError(f"{self._what} is being used by another thread; use one object per thread")
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+class StreamParser:
+    """Reads one stream from a growing buffer: header, frames, end.
+
+    ``frames(buf, pos)`` yields ``(new_pos, decoded_frame)`` for every complete
+    frame from *pos* on; ``done`` is set once the end has been read and checked.
+    Incomplete input simply stops the iteration: the caller decides whether
+    that is truncation (one-shot) or a wait for more (streaming).
+    """
+
+    def __init__(self, max_length: int | None = None) -> None:
+        self.max_length = max_length
+        self.header_read = False
+        self.done = False
+        self.n_frames = 0
+        self.n_blocks = 0
+        self.total_size = 0
+        self.total_crc = 0
+        self.produced_before = 0  # output of earlier streams, counted against max_length
+
+    def frames(self, buf: memoryview, pos: int) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
+        while not self.done:
+            if not self.header_read:
+                if len(buf) - pos < STREAM_HEADER_SIZE:
+                    return
+                unpack_stream_header(buf, pos)
+                pos += STREAM_HEADER_SIZE
+                self.header_read = True
+                yield pos, _NOTHING
+                continue
+            if len(buf) - pos < 1:
+                return
+            kind = buf[pos]
+            if kind == KIND_FRAME:
+                if len(buf) - pos < FRAME_HEADER_SIZE:
+                    return
+                header = unpack_frame_header(buf, pos, self.n_frames)
+                end = pos + FRAME_HEADER_SIZE + header.body_size
+                if self.max_length is not None and (
+                    self.produced_before + self.total_size + header.orig_size > self.max_length
+                ):
+                    raise OutputLimitError(
+                        f"output would exceed max_length={self.max_length} bytes (frame {self.n_frames} "
+                        f"declares {header.orig_size} more after {self.produced_before + self.total_size})"
+                    )
+                if len(buf) < end:
+                    return
+                out = decode_frame(header, buf[pos + FRAME_HEADER_SIZE : end], self.n_frames, self.n_blocks)
+                self.total_crc = crc32_combine(self.total_crc, header.content_crc, header.orig_size)
+                self.total_size += header.orig_size
+                self.n_frames += 1
+                self.n_blocks += header.n_blocks
+                yield end, out
+                pos = end
+            elif kind == KIND_END:
+                if len(buf) - pos < END_SIZE:
+                    return
+                end_info = unpack_end(buf, pos)
+                if (end_info.n_frames, end_info.total_size, end_info.total_crc) != (
+                    self.n_frames,
+                    self.total_size,
+                    self.total_crc,
+                ):
+                    raise CorruptDataError(
+                        f"end of stream at byte {pos} does not match the stream "
+                        f"({end_info.n_frames} frames / {end_info.total_size} bytes declared, "
+                        f"{self.n_frames} / {self.total_size} read, or a CRC-32 mismatch)"
+                    )
+                self.done = True
+                yield pos + END_SIZE, _NOTHING
+                return
+            else:
+                raise CorruptDataError(
+                    f"unknown record kind {kind:#04x} at byte {pos} "
+                    f"(after frame {self.n_frames - 1})"
+                )
+
+
+_NOTHING = np.zeros(0, dtype=np.uint8)
+
+
+class BytePairCompressor:
+    """Compress data incrementally, as ``lzma.LZMACompressor`` does.
+
+    Input is buffered until a frame's worth (4 MiB) is there; ``flush()`` ends
+    the stream. One object must not be used by several threads at once: a second
+    concurrent call raises ``RuntimeError``.
+    """
+
+    def __init__(
+        self,
+        level: int | None = None,
+        *,
+        block_size: int | None = None,
+        max_distinct: int | None = None,
+        threshold: int | None = None,
+    ) -> None:
+        self._params = resolve_params(level, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
+        self._pending = bytearray()
+        self._started = False
+        self._finished = False
+        self._n_frames = 0
+        self._total = 0
+        self._crc = 0
+        self._busy = _Busy("BytePairCompressor")
+
+    def _frame(self, chunk: npt.NDArray[np.uint8]) -> bytes:
+        frame, crc = encode_frame(chunk, self._params)
+        self._crc = crc32_combine(self._crc, crc, len(chunk))
+        self._total += len(chunk)
+        self._n_frames += 1
+        return frame
+
+    def _header(self) -> bytes:
+        if self._started:
+            return b""
+        self._started = True
+        return pack_stream_header()
+
+    def compress(self, data: object) -> bytes:
+        """Feed *data*; returns whatever compressed bytes are ready (often ``b""``)."""
+        view = as_byte_view(data)
+        with self._busy:
+            if self._finished:
+                raise ValueError("compressor has been flushed")
+            self._pending += view
+            if len(self._pending) < FRAME_SIZE:
+                return self._header() if not self._started else b""
+            parts = [self._header()]
+            whole = len(self._pending) - len(self._pending) % FRAME_SIZE
+            arr = np.frombuffer(self._pending, dtype=np.uint8, count=whole)
+            for lo in range(0, whole, FRAME_SIZE):
+                parts.append(self._frame(arr[lo : lo + FRAME_SIZE]))
+            del arr
+            del self._pending[:whole]
+            return b"".join(parts)
+
+    def flush(self) -> bytes:
+        """Compress what is left and end the stream; the compressor cannot be used after."""
+        with self._busy:
+            if self._finished:
+                raise ValueError("repeated call to flush()")
+            self._finished = True
+            parts = [self._header()]
+            if self._pending:
+                parts.append(self._frame(np.frombuffer(bytes(self._pending), dtype=np.uint8)))
+                self._pending.clear()
+            parts.append(pack_end(self._n_frames, self._total, self._crc))
+            return b"".join(parts)
+
+
+class BytePairDecompressor:
+    """Decompress one stream incrementally, as ``lzma.LZMADecompressor`` does.
+
+    Memory is bounded by one frame (at most 64 MiB of output, 4 MiB as written
+    by bytepair) plus output not yet returned because of ``max_length``. One
+    object must not be used by several threads at once: a second concurrent call
+    raises ``RuntimeError``.
+    """
+
+    def __init__(self) -> None:
+        self._parser = StreamParser()
+        self._input = bytearray()
+        self._output = bytearray()
+        self._consumed = 0
+        self._unused = b""
+        self._busy = _Busy("BytePairDecompressor")
+
+    @property
+    def eof(self) -> bool:
+        """True once the end of the stream has been read and all output returned."""
+        return self._parser.done and not self._output
+
+    @property
+    def unused_data(self) -> bytes:
+        """Bytes found after the end of the stream."""
+        return self._unused
+
+    @property
+    def needs_input(self) -> bool:
+        """False while decoded output is waiting to be returned (a ``max_length`` cut it short)."""
+        return not self._output and not self._parser.done
+
+    def decompress(self, data: object, max_length: int = -1) -> bytes:
+        """Feed *data*; return at most *max_length* bytes of output (all if negative)."""
+        view = as_byte_view(data)
+        with self._busy:
+            if self.eof:
+                raise EOFError("already at end of stream")
+            if self._parser.done:
+                self._unused += bytes(view)
+            else:
+                self._input += view
+                self._parse()
+            if max_length is None or max_length < 0:
+                max_length = len(self._output)
+            out = bytes(self._output[:max_length])
+            del self._output[:max_length]
+            return out
+
+    def _parse(self) -> None:
+        buf = memoryview(self._input)
+        pos = 0
+        try:
+            for pos, frame in self._parser.frames(buf, 0):
+                self._output += frame.data
+        finally:
+            buf.release()
+        self._consumed += pos
+        if self._parser.done:
+            self._unused += bytes(self._input[pos:])
+            self._input.clear()
+        else:
+            del self._input[:pos]

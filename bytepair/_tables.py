@@ -1,0 +1,55 @@
+"""The columns every stage passes along: pair tables and payloads of a run of blocks.
+
+The engine produces them, the container packs and unpacks them, the decoders
+consume them; none of those needs to know about the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["PairTables", "concat_ranges"]
+
+
+@dataclasses.dataclass
+class PairTables:
+    """A run of blocks, block-major.
+
+    ``code/left/right`` list each block's merges in creation order; the first
+    ``n_fresh[b]`` use fresh codes (descending byte values), the rest reuse
+    byte values that no longer occurred. ``payload`` is all payloads back to back.
+    A block with no merges and ``payload_len == orig_len`` is stored as is.
+    """
+
+    orig_len: npt.NDArray[np.int64]
+    n_merges: npt.NDArray[np.int64]
+    n_fresh: npt.NDArray[np.int64]
+    code: npt.NDArray[np.uint8]
+    left: npt.NDArray[np.uint8]
+    right: npt.NDArray[np.uint8]
+    payload_len: npt.NDArray[np.int64]
+    payload: npt.NDArray[np.uint8]
+    first_block: int = 0
+    """Index of block 0 in its stream, for error messages."""
+
+
+def concat_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` in a few numpy calls.
+
+    Built as ones with a jump at the head of each range, then a cumulative sum:
+    cheaper than ``np.repeat`` for the short ranges that dominate here.
+    """
+    if len(lengths) and lengths.min() < 1:
+        keep = lengths > 0
+        starts, lengths = starts[keep], lengths[keep]
+    total = int(lengths.sum())
+    idx = np.ones(total, dtype=np.int64)
+    if total == 0:
+        return idx
+    heads = np.cumsum(lengths[:-1])
+    idx[0] = starts[0]
+    idx[heads] = starts[1:] - starts[:-1] - lengths[:-1] + 1
+    return np.cumsum(idx, out=idx)

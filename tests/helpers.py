@@ -1,0 +1,29 @@
+"""Shared test helpers: where the ground-truth data lives, and how to skip without it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TESTDATA = REPO / "testdata"
+SHARED = Path(os.environ.get("BYTEPAIR_SHARED", REPO.parent / "shared"))
+CORPUS = SHARED / "corpus"
+GAGE_VECTORS = SHARED / "gage-vectors"
+
+
+def corpus_files(name: str) -> list[Path]:
+    """The files of one corpus (``canterbury`` or ``calgary``), or a skip if it is absent."""
+    folder = CORPUS / name
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent: the {name} corpus lives in ../shared beside the repo")
+    return sorted(p for p in folder.iterdir() if p.is_file())
+
+
+def require_shared(path: Path) -> Path:
+    """*path* inside ../shared, or a skip naming what is missing."""
+    if not path.exists():
+        pytest.skip(f"{path} is absent: ground-truth data lives in ../shared beside the repo")
+    return path
