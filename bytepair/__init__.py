@@ -23,17 +23,17 @@ from ._stream import BytePairCompressor, BytePairDecompressor
 __version__ = "0.1.0"
 
 __all__ = [
-    "compress",
-    "decompress",
+    "DEFAULT_LEVEL",
+    "LEVELS",
+    "MAX_BLOCK_SIZE",
     "BytePairCompressor",
     "BytePairDecompressor",
     "BytePairError",
     "CorruptDataError",
-    "TruncatedDataError",
     "OutputLimitError",
-    "UnsupportedFormatError",
     "Params",
-    "LEVELS",
-    "DEFAULT_LEVEL",
-    "MAX_BLOCK_SIZE",
+    "TruncatedDataError",
+    "UnsupportedFormatError",
+    "compress",
+    "decompress",
 ]

@@ -15,11 +15,11 @@ from ._blocks import split_blocks
 from ._engine import EncodedBlocks, encode_blocks
 from ._errors import CorruptDataError
 from ._expand import NODE_BUDGET, expand
-from ._format import FrameHeader, fresh_code_runs, pack_frame, unpack_frame_body
+from ._format import FrameHeader, pack_code_sets, pack_frame, unpack_frame_body
 from ._params import MAX_BLOCK_SIZE, Params
 from ._tables import PairTables
 
-__all__ = ["FRAME_SIZE", "encode_frame", "decode_frame", "block_costs"]
+__all__ = ["FRAME_SIZE", "block_costs", "decode_frame", "encode_frame"]
 
 FRAME_SIZE = 1 << 22
 """Original bytes per frame. Large enough that the decoder's fixed cost per frame
@@ -29,9 +29,9 @@ random access."""
 
 def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
     """Body bytes each encoded block costs beyond the 7 bytes of its header."""
-    n_runs, _ = fresh_code_runs(enc.n_merges, enc.n_fresh, enc.code)
+    _, _, code_set_size = pack_code_sets(enc.n_merges, enc.n_fresh, enc.code)
     n_recycled = enc.n_merges - enc.n_fresh
-    return enc.payload_len + 2 * enc.n_fresh + 3 * n_recycled + 2 * n_runs
+    return enc.payload_len + 2 * enc.n_fresh + 3 * n_recycled + code_set_size
 
 
 def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks) -> npt.NDArray[np.bool_]:
@@ -100,14 +100,16 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params) -> tuple[bytes, in
     """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32."""
     bounds = split_blocks(data, params.block_size, params.max_distinct)
     enc = encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
-    content_crc = zlib.crc32(data)
+    content_crc = zlib.crc32(data.data)
     return pack_frame(_assemble(data, bounds, enc), content_crc), content_crc
 
 
-def decode_frame(header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int) -> npt.NDArray[np.uint8]:
+def decode_frame(
+    header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
+) -> npt.NDArray[np.uint8]:
     """Decode and verify one frame whose header has been read."""
     tables = unpack_frame_body(header, body, frame_index, first_block)
     out = expand(tables)
-    if zlib.crc32(out) != header.content_crc:
+    if zlib.crc32(out.data) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._codec import FRAME_SIZE
 from ._errors import CorruptDataError, TruncatedDataError
 from ._format import MAGIC
 from ._stream import BytePairCompressor, StreamParser, as_byte_view
@@ -19,20 +18,18 @@ def compress(
     block_size: int | None = None,
     max_distinct: int | None = None,
     threshold: int | None = None,
+    threads: int = 1,
 ) -> bytes:
     """Compress a bytes-like object into one bytepair stream.
 
     *level* (1-9) picks a preset; *block_size*, *max_distinct* and *threshold*
-    override the preset's values (see ``bytepair.LEVELS``).
+    override the preset's values (see ``bytepair.LEVELS``). *threads* other than
+    1 encodes frames in that many worker processes (0 = one per core).
     """
-    view = as_byte_view(data)
-    compressor = BytePairCompressor(level, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
-    arr = np.frombuffer(view, dtype=np.uint8)
-    parts = [compressor._header()]
-    for lo in range(0, len(arr), FRAME_SIZE):
-        parts.append(compressor._frame(arr[lo : lo + FRAME_SIZE]))
-    parts.append(compressor.flush())
-    return b"".join(parts)
+    compressor = BytePairCompressor(
+        level, block_size=block_size, max_distinct=max_distinct, threshold=threshold, threads=threads
+    )
+    return compressor.compress(data) + compressor.flush()
 
 
 def decompress(data: object, *, max_length: int | None = None) -> bytes:
@@ -50,7 +47,8 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     while True:
         parser = StreamParser(max_length)
         parser.produced_before = produced
-        for pos, frame in parser.frames(buf, pos):
+        for end, frame in parser.frames(buf, pos):
+            pos = end
             if len(frame):
                 parts.append(frame)
         if not parser.done:

@@ -25,13 +25,14 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ._tables import concat_ranges
 
-__all__ = ["EncodedBlocks", "StepRecord", "encode_blocks", "MAX_BATCH_BLOCKS"]
+__all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "encode_blocks"]
 
 MAX_BATCH_BLOCKS = 256
 """Blocks that advance together; bounds the dense count tables (32 MiB)."""
@@ -200,7 +201,7 @@ class _Batch:
         self.created = np.zeros((k, 256), dtype=np.int64)  # step that made each symbol
         self.depth = np.zeros((k, 256), dtype=np.int64)
         self.explen = np.ones((k, 256), dtype=np.int64)  # bytes each symbol stands for
-        self.steps: list[tuple[npt.NDArray[np.int64], ...]] = []
+        self.steps: list[tuple[npt.NDArray[Any], ...]] = []
 
         self._index_initial_pairs(data, block_of)
 
@@ -232,8 +233,9 @@ class _Batch:
         self.gkeys[: self.gn] = composite
         self.gpos[: self.gn] = pos
 
-    def _append_index(self, step: int, pos: npt.NDArray[np.int64], keys: npt.NDArray[np.int64],
-                      blocks: npt.NDArray[np.int64]) -> None:
+    def _append_index(
+        self, step: int, pos: npt.NDArray[np.int64], keys: npt.NDArray[np.int64], blocks: npt.NDArray[np.int64]
+    ) -> None:
         order = np.argsort(keys.astype(np.uint16), kind="stable")
         composite = step * (_TABLE * self.k) + keys[order] * self.k + blocks[order]
         end = self.gn + len(pos)
@@ -284,14 +286,10 @@ class _Batch:
             code = np.where(has_fresh, code, recycled)
             ok |= ~has_fresh & can_recycle & (count > threshold)
         if self.max_depth is not None:
-            depth = np.maximum(
-                np.maximum(2, 1 + self.depth[active, left]), self.depth[active, right]
-            )
+            depth = np.maximum(np.maximum(2, 1 + self.depth[active, left]), self.depth[active, right])
             ok &= depth <= self.max_depth
         if not ok.all():
-            active, left, right, count, code, has_fresh = (
-                a[ok] for a in (active, left, right, count, code, has_fresh)
-            )
+            active, left, right, count, code, has_fresh = (a[ok] for a in (active, left, right, count, code, has_fresh))
             if self.max_depth is not None:
                 depth = depth[ok]
         if not len(active):
@@ -408,7 +406,7 @@ class _Batch:
         k = self.k
         if self.steps:
             blocks, left, right, code, count, expansion, fresh = (
-                np.concatenate(cols) for cols in zip(*self.steps)
+                np.concatenate(cols) for cols in zip(*self.steps, strict=False)
             )
         else:
             blocks = left = right = code = count = expansion = np.zeros(0, dtype=np.int64)
@@ -452,7 +450,10 @@ class _Batch:
         n = self.n
         pos = np.flatnonzero(self._alive())
         pos = pos[self.nxt[pos] != n]
-        return self.block_of[pos] * _TABLE + self.val[pos].astype(np.int64) * 256 + self.val[self.nxt[pos]]
+        cells: npt.NDArray[np.int64] = (
+            self.block_of[pos] * _TABLE + self.val[pos].astype(np.int64) * 256 + self.val[self.nxt[pos]]
+        )
+        return cells
 
     def _reset_tables(self) -> None:
         """Return the shared tables to zero; with exact counts only the final pairs are non-zero."""

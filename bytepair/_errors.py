@@ -11,8 +11,8 @@ from __future__ import annotations
 __all__ = [
     "BytePairError",
     "CorruptDataError",
-    "TruncatedDataError",
     "OutputLimitError",
+    "TruncatedDataError",
     "UnsupportedFormatError",
 ]
 

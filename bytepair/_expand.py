@@ -12,13 +12,15 @@ the same block whose code is ``v``, or to the literal ``v`` if there is none.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import numpy.typing as npt
 
 from ._errors import CorruptDataError
 from ._tables import PairTables, concat_ranges
 
-__all__ = ["expand", "expand_reference", "NODE_BUDGET"]
+__all__ = ["NODE_BUDGET", "expand", "expand_reference"]
 
 NODE_BUDGET = 4
 """The expansions of all codes of a run of blocks may hold at most this many times
@@ -53,8 +55,9 @@ class _Resolved:
             latest = np.flatnonzero(np.diff(slot, append=-1))
             self.final[slot[latest]] = 256 + self.order[latest]
 
-    def resolve(self, blocks: npt.NDArray[np.int64], values: npt.NDArray[np.int64],
-                before_rank: npt.NDArray[np.int64] | int) -> npt.NDArray[np.int64]:
+    def resolve(
+        self, blocks: npt.NDArray[np.int64], values: npt.NDArray[np.int64], before_rank: npt.NDArray[np.int64] | int
+    ) -> npt.NDArray[np.int64]:
         """Node id of byte *values* in *blocks* as defined before *before_rank*."""
         if not len(self.sorted_keys):
             return values
@@ -85,8 +88,9 @@ def _check_forward_refs(t: PairTables, res: _Resolved) -> None:
             )
 
 
-def _node_lengths(t: PairTables, res: _Resolved, left_node: npt.NDArray[np.int64],
-                  right_node: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def _node_lengths(
+    t: PairTables, res: _Resolved, left_node: npt.NDArray[np.int64], right_node: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Expansion length and depth of every node, rank by rank for all blocks at once."""
     m_total = len(t.code)
     length = np.ones(256 + m_total, dtype=np.int64)
@@ -134,8 +138,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     if wrong.any():
         b = int(np.argmax(wrong))
         raise CorruptDataError(
-            f"block {t.first_block + b}: expands to {int(block_total[b])} bytes, "
-            f"header says {int(t.orig_len[b])}"
+            f"block {t.first_block + b}: expands to {int(block_total[b])} bytes, header says {int(t.orig_len[b])}"
         )
 
     # lay out every code's expansion, depth level by depth level
@@ -154,7 +157,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     buf[:256] = np.arange(256, dtype=np.uint8)
     depth_sorted = depth[256 + by_depth]
     level_edges = np.concatenate(([0], np.flatnonzero(np.diff(depth_sorted)) + 1, [len(depth_sorted)]))
-    for lo, hi in zip(level_edges[:-1], level_edges[1:]):
+    for lo, hi in itertools.pairwise(level_edges):
         if lo == hi:
             continue
         nodes = by_depth[lo:hi]
@@ -205,9 +208,7 @@ def expand_reference(t: PairTables) -> bytes:
             operands = (int(t.left[merge_at + k]), int(t.right[merge_at + k]))
             for v in operands:
                 if v in fresh_codes and v not in defined:
-                    raise CorruptDataError(
-                        f"{where}: pair code {code} (merge {k}) uses code {v} before it is defined"
-                    )
+                    raise CorruptDataError(f"{where}: pair code {code} (merge {k}) uses code {v} before it is defined")
             ln, rn = current[operands[0]], current[operands[1]]
             size = (1 if ln < 256 else lengths[ln - 256]) + (1 if rn < 256 else lengths[rn - 256])
             if size > orig_len:
@@ -218,10 +219,13 @@ def expand_reference(t: PairTables) -> bytes:
             current[code] = 256 + k
             if k < n_fresh:
                 defined.add(code)
+        payload = t.payload[payload_at : payload_at + int(t.payload_len[b])].tobytes()
+        total = sum(1 if current[sym] < 256 else lengths[current[sym] - 256] for sym in payload)
+        if total != orig_len:
+            raise CorruptDataError(f"{where}: expands to {total} bytes, header says {orig_len}")
         # depth of a node is at most its merge index + 1, so this stack never overflows
         stack = [0] * (n_merges + 2)
-        start = len(out)
-        for sym in t.payload[payload_at : payload_at + int(t.payload_len[b])].tobytes():
+        for sym in payload:
             top = 0
             stack[0] = current[sym]
             while top >= 0:
@@ -229,16 +233,10 @@ def expand_reference(t: PairTables) -> bytes:
                 if node < 256:
                     out.append(node)
                     top -= 1
-                    if len(out) - start > orig_len:
-                        raise CorruptDataError(f"{where}: expands to more than the header's {orig_len} bytes")
                 else:
                     stack[top] = rights[node - 256]
                     top += 1
                     stack[top] = lefts[node - 256]
-        if len(out) - start != orig_len:
-            raise CorruptDataError(
-                f"{where}: expands to {len(out) - start} bytes, header says {orig_len}"
-            )
         merge_at += n_merges
         payload_at += int(t.payload_len[b])
     return bytes(out)

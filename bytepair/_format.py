@@ -18,26 +18,26 @@ from ._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatErro
 from ._tables import PairTables, concat_ranges
 
 __all__ = [
-    "MAGIC",
-    "VERSION",
-    "STREAM_HEADER_SIZE",
-    "FRAME_HEADER_SIZE",
     "END_SIZE",
-    "MAX_FRAME_SIZE",
-    "FrameHeader",
-    "fresh_code_runs",
-    "need",
-    "max_body_size",
-    "StreamEnd",
-    "pack_stream_header",
-    "unpack_stream_header",
-    "pack_frame",
-    "unpack_frame_header",
-    "unpack_frame_body",
-    "pack_end",
-    "unpack_end",
-    "KIND_FRAME",
+    "FRAME_HEADER_SIZE",
     "KIND_END",
+    "KIND_FRAME",
+    "MAGIC",
+    "MAX_FRAME_SIZE",
+    "STREAM_HEADER_SIZE",
+    "VERSION",
+    "FrameHeader",
+    "StreamEnd",
+    "max_body_size",
+    "need",
+    "pack_code_sets",
+    "pack_end",
+    "pack_frame",
+    "pack_stream_header",
+    "unpack_end",
+    "unpack_frame_body",
+    "unpack_frame_header",
+    "unpack_stream_header",
 ]
 
 MAGIC = b"BYPR"
@@ -54,7 +54,7 @@ STREAM_HEADER_SIZE = _STREAM_HEADER.size
 FRAME_HEADER_SIZE = _FRAME_HEADER.size + 4  # + frame_crc
 END_SIZE = _END.size + 4  # + end_crc
 
-_PER_BLOCK = 7  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, n_runs u8
+_PER_BLOCK = 7  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, code-set kind u8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +89,9 @@ def unpack_stream_header(buf: bytes | memoryview, offset: int = 0) -> None:
     if magic != MAGIC:
         raise UnsupportedFormatError(f"not a bytepair stream (bad magic number at byte {offset})")
     if version != VERSION:
-        raise UnsupportedFormatError(f"bytepair format version {version} is not supported (this reader knows {VERSION})")
+        raise UnsupportedFormatError(
+            f"bytepair format version {version} is not supported (this reader knows {VERSION})"
+        )
     if flags != 0:
         raise UnsupportedFormatError(f"stream header at byte {offset} sets unknown flags {flags:#04x}")
     if check != _check16(bytes(buf[offset : offset + 6])):
@@ -98,12 +100,12 @@ def unpack_stream_header(buf: bytes | memoryview, offset: int = 0) -> None:
 
 def max_body_size(n_blocks: int, orig_size: int) -> int:
     """The largest body a frame of *n_blocks* and *orig_size* bytes can have."""
-    return n_blocks * (_PER_BLOCK + 2 * 128 + 2 * 255 + 3 * 255) + orig_size
+    return n_blocks * (_PER_BLOCK + 2 * MAX_RUNS + 2 * 255 + 3 * 255) + orig_size
 
 
 def unpack_frame_header(buf: bytes | memoryview, offset: int, frame_index: int) -> FrameHeader:
     """Read and range-check a frame header (its kind byte already seen)."""
-    kind, n_blocks, orig_size, body_size, content_crc = _FRAME_HEADER.unpack_from(buf, offset)
+    _kind, n_blocks, orig_size, body_size, content_crc = _FRAME_HEADER.unpack_from(buf, offset)
     (frame_crc,) = struct.unpack_from("<I", buf, offset + _FRAME_HEADER.size)
     where = f"frame {frame_index} (byte {offset})"
     if not 1 <= orig_size <= MAX_FRAME_SIZE:
@@ -116,10 +118,16 @@ def unpack_frame_header(buf: bytes | memoryview, offset: int, frame_index: int) 
     return FrameHeader(n_blocks, orig_size, body_size, content_crc, frame_crc, header)
 
 
-def fresh_code_runs(
+CODE_SET_BITMAP = 0xFF
+"""A block's code-set byte with this value: its fresh codes are a 32-byte bitmap."""
+MAX_RUNS = 16
+"""More runs than this cost more than the bitmap, so the writer uses the bitmap."""
+
+
+def _fresh_code_runs(
     n_merges: npt.NDArray[np.int64], n_fresh: npt.NDArray[np.int64], code: npt.NDArray[np.uint8]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
-    """Run-length form of each block's fresh codes: (runs per block, (skip, take) bytes)."""
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each block's fresh codes as descending runs: (codes, runs per block, skip, take)."""
     first_merge = np.cumsum(n_merges) - n_merges
     codes = code[concat_ranges(first_merge, n_fresh)].astype(np.int64)
     block = np.repeat(np.arange(len(n_fresh)), n_fresh)
@@ -129,15 +137,87 @@ def fresh_code_runs(
     heads = np.flatnonzero(block_head | (previous - codes != 1))
     skip = previous[heads] - codes[heads] - 1
     take = np.diff(heads, append=len(codes))
-    runs = np.stack((skip, take), axis=1).astype(np.uint8).ravel()
-    return np.bincount(block[heads], minlength=len(n_fresh)).astype(np.int64), runs
+    return codes, np.bincount(block[heads], minlength=len(n_fresh)).astype(np.int64), skip, take
+
+
+def pack_code_sets(
+    n_merges: npt.NDArray[np.int64], n_fresh: npt.NDArray[np.int64], code: npt.NDArray[np.uint8]
+) -> tuple[npt.NDArray[np.uint8], bytes, npt.NDArray[np.int64]]:
+    """Each block's set of fresh codes in its cheaper form, runs or bitmap.
+
+    Returns the per-block code-set bytes, the packed sets, and each set's size.
+    """
+    codes, n_runs, skip, take = _fresh_code_runs(n_merges, n_fresh, code)
+    bitmap = n_runs > MAX_RUNS
+    kind = np.where(bitmap, CODE_SET_BITMAP, n_runs).astype(np.uint8)
+    size = np.where(bitmap, 32, 2 * n_runs)
+    blob = np.zeros(int(size.sum()), dtype=np.uint8)
+    offset = np.cumsum(size) - size
+    run_block = np.repeat(np.arange(len(n_runs)), n_runs)
+    in_runs = ~bitmap[run_block]
+    pairs = np.stack((skip[in_runs], take[in_runs]), axis=1).ravel()
+    blob[concat_ranges(offset[~bitmap], size[~bitmap])] = pairs
+    if bitmap.any():
+        code_block = np.repeat(np.arange(len(n_fresh)), n_fresh)
+        flags = np.zeros((len(n_fresh), 256), dtype=np.uint8)
+        flags[code_block, 255 - codes] = 1
+        blob[concat_ranges(offset[bitmap], size[bitmap])] = np.packbits(flags[bitmap], axis=1).ravel()
+    return kind, blob.tobytes(), size
+
+
+def _unpack_code_sets(
+    kind: npt.NDArray[np.int64], blob: npt.NDArray[np.uint8], n_fresh: npt.NDArray[np.int64], first_block: int
+) -> npt.NDArray[np.uint8]:
+    """Every block's fresh codes, block-major, descending within a block."""
+    nb = len(kind)
+    bitmap = kind == CODE_SET_BITMAP
+    n_runs = np.where(bitmap, 0, kind)
+    size = np.where(bitmap, 32, 2 * n_runs)
+    offset = np.cumsum(size) - size
+    bad = np.flatnonzero((~bitmap & (n_runs > MAX_RUNS)) | (~bitmap & ((n_runs == 0) != (n_fresh == 0))))
+    if len(bad):
+        raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible code-set header")
+    fresh_start = np.cumsum(n_fresh) - n_fresh
+    codes = np.empty(int(n_fresh.sum()), dtype=np.uint8)
+
+    # runs: walking down from 255, skip `skip` values, then take `take` as codes
+    runs = blob[concat_ranges(offset[~bitmap], size[~bitmap])].reshape(-1, 2).astype(np.int64)
+    skip, take = runs[:, 0], runs[:, 1]
+    run_counts = n_runs[~bitmap]
+    run_owner = np.repeat(np.flatnonzero(~bitmap), run_counts)
+    walked = np.cumsum(skip + take)
+    has_runs = run_counts > 0
+    first_run = (np.cumsum(run_counts) - run_counts)[has_runs]
+    walked_in_block = walked - np.repeat((walked - skip - take)[first_run], run_counts[has_runs])
+    took = np.bincount(run_owner, weights=take, minlength=nb).astype(np.int64)
+    span = np.bincount(run_owner, weights=skip + take, minlength=nb).astype(np.int64)
+    bad = np.flatnonzero(~bitmap & ((took != n_fresh) | (span > 256)))
+    if len(take) and take.min() < 1:
+        bad = np.append(bad, run_owner[int(np.argmin(take))])
+    if len(bad):
+        raise CorruptDataError(f"block {first_block + int(bad.min())}: fresh code runs do not describe its codes")
+    top = 255 - (walked_in_block - take)  # first code of each run
+    codes[concat_ranges(fresh_start[~bitmap], n_fresh[~bitmap])] = -concat_ranges(-top, take)
+
+    if bitmap.any():
+        maps = blob[concat_ranges(offset[bitmap], size[bitmap])].reshape(-1, 32)
+        flags = np.unpackbits(maps, axis=1)  # column i is byte value 255 - i
+        counted = flags.sum(axis=1, dtype=np.int64)
+        bad = np.flatnonzero(counted != n_fresh[bitmap])
+        if len(bad):
+            raise CorruptDataError(
+                f"block {first_block + int(np.flatnonzero(bitmap)[bad[0]])}: code bitmap does not match its code count"
+            )
+        _rows, cols = np.nonzero(flags)
+        codes[concat_ranges(fresh_start[bitmap], n_fresh[bitmap])] = 255 - cols
+    return codes
 
 
 def pack_frame(t: PairTables, content_crc: int) -> bytes:
     """Serialize a run of blocks as one frame."""
     n_blocks = len(t.orig_len)
     n_recycled = t.n_merges - t.n_fresh
-    n_runs, runs = fresh_code_runs(t.n_merges, t.n_fresh, t.code)
+    set_kind, code_sets, _ = pack_code_sets(t.n_merges, t.n_fresh, t.code)
     first_merge = np.cumsum(t.n_merges) - t.n_merges
     fresh_at = concat_ranges(first_merge, t.n_fresh)
     recycled_at = concat_ranges(first_merge + t.n_fresh, n_recycled)
@@ -147,8 +227,8 @@ def pack_frame(t: PairTables, content_crc: int) -> bytes:
             t.payload_len.astype("<u2").tobytes(),
             t.n_fresh.astype(np.uint8).tobytes(),
             n_recycled.astype(np.uint8).tobytes(),
-            n_runs.astype(np.uint8).tobytes(),
-            runs.tobytes(),
+            set_kind.tobytes(),
+            code_sets,
             np.stack((t.left[fresh_at], t.right[fresh_at]), axis=1).tobytes(),
             np.stack((t.code[recycled_at], t.left[recycled_at], t.right[recycled_at]), axis=1).tobytes(),
             t.payload.tobytes(),
@@ -180,37 +260,21 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
     payload_len = take(2 * nb).view("<u2").astype(np.int64)
     n_fresh = take(nb).astype(np.int64)
     n_recycled = take(nb).astype(np.int64)
-    n_runs = take(nb).astype(np.int64)
-    runs = take(2 * int(n_runs.sum())).reshape(-1, 2).astype(np.int64)
+    set_kind = take(nb).astype(np.int64)
+    set_size = np.where(set_kind == CODE_SET_BITMAP, 32, 2 * set_kind)
+    code_sets = take(int(set_size.sum()))
     fresh = take(2 * int(n_fresh.sum())).reshape(-1, 2)
     recycled = take(3 * int(n_recycled.sum())).reshape(-1, 3)
     payload = take(int(payload_len.sum()))
     if at != len(raw):
         raise CorruptDataError(f"{where}: {len(raw) - at} bytes after the last payload")
 
-    bad = np.flatnonzero((orig_len < 1) | (payload_len < 1) | (payload_len > orig_len) | ((n_runs == 0) != (n_fresh == 0)))
+    bad = np.flatnonzero((orig_len < 1) | (payload_len < 1) | (payload_len > orig_len))
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible lengths in the block header")
     if int(orig_len.sum()) != h.orig_size:
         raise CorruptDataError(f"{where}: blocks hold {int(orig_len.sum())} bytes, frame header says {h.orig_size}")
-
-    # fresh codes from runs: walking down from 255, skip `skip` values, take `take`
-    skip, take_n = runs[:, 0], runs[:, 1]
-    run_block = np.repeat(np.arange(nb, dtype=np.int64), n_runs)
-    walked = np.cumsum(skip + take_n)
-    has_runs = n_runs > 0
-    first_run = (np.cumsum(n_runs) - n_runs)[has_runs]
-    walked_before_block = (walked - skip - take_n)[first_run]
-    walked_in_block = walked - np.repeat(walked_before_block, n_runs[has_runs])
-    took = np.bincount(run_block, weights=take_n, minlength=nb).astype(np.int64)
-    span = np.bincount(run_block, weights=skip + take_n, minlength=nb).astype(np.int64)
-    bad = np.flatnonzero((took != n_fresh) | (span > 256))
-    if len(runs) and take_n.min() < 1:
-        bad = np.append(bad, run_block[int(np.argmin(take_n))])
-    if len(bad):
-        raise CorruptDataError(f"block {first_block + int(bad.min())}: fresh code runs do not describe its codes")
-    top = 255 - (walked_in_block - take_n)  # first code of each run
-    fresh_codes = (-concat_ranges(-top, take_n)).astype(np.uint8)
+    fresh_codes = _unpack_code_sets(set_kind, code_sets, n_fresh, first_block)
 
     n_merges = n_fresh + n_recycled
     first_merge = np.cumsum(n_merges) - n_merges
@@ -235,7 +299,7 @@ def pack_end(n_frames: int, total_size: int, total_crc: int) -> bytes:
 
 
 def unpack_end(buf: bytes | memoryview, offset: int) -> StreamEnd:
-    kind, n_frames, total_size, total_crc = _END.unpack_from(buf, offset)
+    _kind, n_frames, total_size, total_crc = _END.unpack_from(buf, offset)
     (check,) = struct.unpack_from("<I", buf, offset + _END.size)
     if check != zlib.crc32(bytes(buf[offset : offset + _END.size])):
         raise CorruptDataError(f"end of stream at byte {offset} fails its check")
@@ -245,4 +309,6 @@ def unpack_end(buf: bytes | memoryview, offset: int) -> StreamEnd:
 def need(buf: bytes | memoryview, offset: int, size: int, what: str) -> None:
     """Raise TruncatedDataError unless *size* bytes of *what* are there at *offset*."""
     if offset + size > len(buf):
-        raise TruncatedDataError(f"data ends inside the {what} at byte {offset} (needs {size} bytes, has {len(buf) - offset})")
+        raise TruncatedDataError(
+            f"data ends inside the {what} at byte {offset} (needs {size} bytes, has {len(buf) - offset})"
+        )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from typing import Any
 
-__all__ = ["Params", "LEVELS", "DEFAULT_LEVEL", "MAX_BLOCK_SIZE", "resolve_params"]
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "MAX_BLOCK_SIZE", "Params", "resolve_params"]
 
 MAX_BLOCK_SIZE = 65535
 """Largest block the format can describe (its lengths are 16-bit)."""
@@ -83,7 +84,7 @@ def resolve_params(
         raise TypeError(f"level must be an integer, not {type(level).__name__}")
     if level not in LEVELS:
         raise ValueError(f"level must be in {min(LEVELS)}..{max(LEVELS)}, got {level}")
-    overrides = {
+    overrides: dict[str, Any] = {
         name: value
         for name, value in (
             ("block_size", block_size),

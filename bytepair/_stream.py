@@ -8,12 +8,12 @@ and ``lzma.LZMADecompressor``. The one-shot functions in ``_core`` use the same
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from ._codec import FRAME_SIZE, decode_frame, encode_frame
+from ._codec import FRAME_SIZE, decode_frame
 from ._crc import crc32_combine
 from ._errors import CorruptDataError, OutputLimitError
 from ._format import (
@@ -28,6 +28,7 @@ from ._format import (
     unpack_frame_header,
     unpack_stream_header,
 )
+from ._parallel import FrameEncoder
 from ._params import resolve_params
 
 __all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view"]
@@ -131,8 +132,7 @@ class StreamParser:
                 return
             else:
                 raise CorruptDataError(
-                    f"unknown record kind {kind:#04x} at byte {pos} "
-                    f"(after frame {self.n_frames - 1})"
+                    f"unknown record kind {kind:#04x} at byte {pos} (after frame {self.n_frames - 1})"
                 )
 
 
@@ -143,8 +143,9 @@ class BytePairCompressor:
     """Compress data incrementally, as ``lzma.LZMACompressor`` does.
 
     Input is buffered until a frame's worth (4 MiB) is there; ``flush()`` ends
-    the stream. One object must not be used by several threads at once: a second
-    concurrent call raises ``RuntimeError``.
+    the stream. With ``threads`` other than 1, frames are encoded by that many
+    worker processes (0 = one per core). One object must not be used by several
+    threads at once: a second concurrent call raises ``RuntimeError``.
     """
 
     def __init__(
@@ -154,8 +155,10 @@ class BytePairCompressor:
         block_size: int | None = None,
         max_distinct: int | None = None,
         threshold: int | None = None,
+        threads: int = 1,
     ) -> None:
-        self._params = resolve_params(level, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
+        params = resolve_params(level, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
+        self._encoder = FrameEncoder(params, threads)
         self._pending = bytearray()
         self._started = False
         self._finished = False
@@ -164,12 +167,14 @@ class BytePairCompressor:
         self._crc = 0
         self._busy = _Busy("BytePairCompressor")
 
-    def _frame(self, chunk: npt.NDArray[np.uint8]) -> bytes:
-        frame, crc = encode_frame(chunk, self._params)
-        self._crc = crc32_combine(self._crc, crc, len(chunk))
-        self._total += len(chunk)
-        self._n_frames += 1
-        return frame
+    def _collect(self, done: Iterable[tuple[bytes, int, int]]) -> list[bytes]:
+        frames = []
+        for frame, crc, length in done:
+            self._crc = crc32_combine(self._crc, crc, length)
+            self._total += length
+            self._n_frames += 1
+            frames.append(frame)
+        return frames
 
     def _header(self) -> bytes:
         if self._started:
@@ -183,16 +188,19 @@ class BytePairCompressor:
         with self._busy:
             if self._finished:
                 raise ValueError("compressor has been flushed")
-            self._pending += view
-            if len(self._pending) < FRAME_SIZE:
-                return self._header() if not self._started else b""
             parts = [self._header()]
+            if self._pending or len(view) < FRAME_SIZE:
+                self._pending += view
+                view = memoryview(b"")
             whole = len(self._pending) - len(self._pending) % FRAME_SIZE
-            arr = np.frombuffer(self._pending, dtype=np.uint8, count=whole)
             for lo in range(0, whole, FRAME_SIZE):
-                parts.append(self._frame(arr[lo : lo + FRAME_SIZE]))
-            del arr
+                parts += self._collect(self._encoder.submit(self._pending[lo : lo + FRAME_SIZE]))
             del self._pending[:whole]
+            # a large input is encoded straight from the caller's buffer
+            whole = len(view) - len(view) % FRAME_SIZE
+            for lo in range(0, whole, FRAME_SIZE):
+                parts += self._collect(self._encoder.submit(view[lo : lo + FRAME_SIZE]))
+            self._pending += view[whole:]
             return b"".join(parts)
 
     def flush(self) -> bytes:
@@ -202,9 +210,13 @@ class BytePairCompressor:
                 raise ValueError("repeated call to flush()")
             self._finished = True
             parts = [self._header()]
-            if self._pending:
-                parts.append(self._frame(np.frombuffer(bytes(self._pending), dtype=np.uint8)))
-                self._pending.clear()
+            try:
+                if self._pending:
+                    parts += self._collect(self._encoder.submit(bytes(self._pending)))
+                    self._pending.clear()
+                parts += self._collect(self._encoder.drain())
+            finally:
+                self._encoder.close()
             parts.append(pack_end(self._n_frames, self._total, self._crc))
             return b"".join(parts)
 
@@ -262,8 +274,9 @@ class BytePairDecompressor:
         buf = memoryview(self._input)
         pos = 0
         try:
-            for pos, frame in self._parser.frames(buf, 0):
+            for end, frame in self._parser.frames(buf, 0):
                 self._output += frame.data
+                pos = end
         finally:
             buf.release()
         self._consumed += pos

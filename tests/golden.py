@@ -1,0 +1,62 @@
+"""Golden files: small inputs and the exact bytes bytepair writes for them.
+
+They freeze format version 1. If a change alters these bytes, the format
+changed: bump ``bytepair._format.VERSION``, document it in docs/FORMAT.md and
+regenerate with ``python -m tests.golden``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from bytepair import compress
+from tests.helpers import TESTDATA
+
+GOLDEN = TESTDATA / "golden"
+
+_TEXT = (
+    b"Byte pair encoding replaces the most frequent pair of adjacent bytes with a byte that "
+    b"does not occur in the data, and repeats until no pair is frequent enough. "
+)
+
+
+def _recycling() -> bytes:
+    """250 distinct values leave 6 fresh codes, so this block must recycle codes."""
+    rng = np.random.default_rng(1994)
+    words = [bytes(rng.integers(0, 250, 3).astype(np.uint8)) for _ in range(40)]
+    return bytes(range(250)) + b"".join(words[i] for i in rng.integers(0, 40, 3000))
+
+
+def _scattered_codes() -> bytes:
+    """Free byte values scattered among used ones: the code set is stored as a bitmap."""
+    used = bytes(v for v in range(256) if v % 5)
+    return used + bytes(used[i % 40] for i in range(3000))
+
+
+CASES: dict[str, tuple[bytes, dict[str, int]]] = {
+    "empty": (b"", {}),
+    "one_byte": (b"x", {}),
+    "abab_t2": (b"ABABCABCD", {"threshold": 2}),
+    "aaabdaaabac_t2": (b"aaabdaaabac", {"threshold": 2}),
+    "run_of_a": (b"a" * 1000, {}),
+    "text_two_blocks": (_TEXT * 12, {"block_size": 1024}),
+    "all_values": (bytes(range(256)) * 2, {}),
+    "random_stored": (bytes(np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8)), {}),
+    "recycling": (_recycling(), {}),
+    "scattered_codes": (_scattered_codes(), {}),
+}
+
+
+def regenerate() -> None:
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, (data, params) in CASES.items():
+        (GOLDEN / f"{name}.bin").write_bytes(data)
+        (GOLDEN / f"{name}.bp").write_bytes(compress(data, **params))  # type: ignore[arg-type]
+        print(f"wrote {name}: {len(data)} -> {len(compress(data, **params))} bytes")  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    regenerate()
+    sys.exit(0)

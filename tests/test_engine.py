@@ -1,0 +1,180 @@
+"""The engine: Gage's algorithm with exact incremental counts, on the cases where counts go wrong."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bytepair._engine import MAX_BATCH_BLOCKS, EncodedBlocks, StepRecord, encode_blocks
+from tests.strategies import blocky_bytes
+
+
+def run(
+    data: bytes, *, threshold: int = 2, cuts: list[int] | None = None, **kw: object
+) -> tuple[EncodedBlocks, list[StepRecord]]:
+    arr = np.frombuffer(data, dtype=np.uint8)
+    bounds = np.array([0, *(cuts or []), len(arr)], dtype=np.int64)
+    steps: list[StepRecord] = []
+    result = encode_blocks(arr, bounds, threshold=threshold, on_step=steps.append, check_counts=True, **kw)  # type: ignore[arg-type]
+    return result, steps
+
+
+def replay(data: bytes, result: EncodedBlocks) -> bytes:
+    """Apply the merges in order with plain Python, as the textbook describes; must give the payload."""
+    seq = list(data)
+    for code, left, right in zip(result.code, result.left, result.right, strict=True):
+        out: list[int] = []
+        i = 0
+        while i < len(seq):
+            if i + 1 < len(seq) and seq[i] == left and seq[i + 1] == right:
+                out.append(int(code))
+                i += 2
+            else:
+                out.append(seq[i])
+                i += 1
+        seq = out
+    return bytes(seq)
+
+
+def test_wikipedia_example() -> None:
+    result, steps = run(b"ABABCABCD")
+    assert [(bytes([s.left[0]]), s.count[0]) for s in steps] == [(b"A", 3), (bytes([255]), 2)]
+    assert bytes(result.left) == b"A\xff" and bytes(result.right) == b"BC"
+    assert result.payload.tobytes() == b"\xff\xfe\xfeD"  # XYYD: 4 symbols left
+
+
+def test_overlapping_example() -> None:
+    result, steps = run(b"aaabdaaabac")
+    assert (steps[0].left[0], steps[0].right[0], steps[0].count[0]) == (ord("a"), ord("a"), 4)
+    assert len(steps) == 3
+    assert len(result.payload) == 5
+
+
+def test_gage_threshold_stops_after_first_merge() -> None:
+    result, _ = run(b"ABABCABCD", threshold=3)
+    assert int(result.n_merges[0]) == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "payload"),
+    [
+        (b"aaaa", b"\xff\xff"),  # greedy, non-overlapping: aaaa -> XX
+        (b"aaa", b"\xffa"),
+        (b"aaaaa", b"\xff\xffa"),
+    ],
+)
+def test_overlapping_runs(data: bytes, payload: bytes) -> None:
+    result, _ = run(data, threshold=2)
+    assert result.payload.tobytes() == payload
+    assert replay(data, result) == result.payload.tobytes()
+
+
+def test_adjacent_matches_count_the_shared_pair_once() -> None:
+    data = b"abab" * 50
+    result, _ = run(data, threshold=2)
+    assert replay(data, result) == result.payload.tobytes()
+
+
+def test_pairs_never_cross_block_boundaries() -> None:
+    # "ab" occurs three times only if the boundary between the blocks is ignored
+    data = b"ab.a" + b"b.ab"
+    result, _ = run(data, threshold=3, cuts=[4])
+    assert int(result.n_merges.sum()) == 0
+    assert result.payload.tobytes() == data
+
+
+def test_codes_are_fresh_descending_then_recycled() -> None:
+    # 250 distinct values leave 6 fresh codes; a long repetitive text needs more
+    rng = np.random.default_rng(5)
+    words = [bytes(rng.integers(0, 250, 3).astype(np.uint8)) for _ in range(40)]
+    data = bytes(range(250)) + b"".join(words[i] for i in rng.integers(0, 40, 3000))
+    result, _ = run(data, threshold=3)
+    n_fresh = int(result.n_fresh[0])
+    assert n_fresh == 6
+    assert list(result.code[:n_fresh]) == sorted(set(range(256)) - set(data), reverse=True)
+    assert int(result.n_merges[0]) > n_fresh, "recycling must make further merges possible"
+    assert all(int(c) >= 4 for c in result.count[n_fresh:]), "a recycled code needs threshold + 1"
+    assert replay(data, result) == result.payload.tobytes()
+
+
+def test_no_recycling_when_disabled() -> None:
+    data = bytes(range(250)) + b"xyz" * 500
+    result, _ = run(data, threshold=3, recycle=False)
+    assert int(result.n_merges[0]) == int(result.n_fresh[0]) <= 6
+
+
+def test_max_depth_limits_stack_need() -> None:
+    data = b"a" * 5000
+    result, _ = run(data, threshold=3, max_depth=4)
+    depth: dict[int, int] = {}
+    for code, left, right in zip(result.code, result.left, result.right, strict=True):
+        d = max(2, 1 + depth.get(int(left), 0), depth.get(int(right), 0))
+        assert d <= 4
+        depth[int(code)] = d
+
+
+def test_a_block_with_more_than_4096_distinct_pairs_finishes() -> None:
+    # Gage's hash table hangs here (gage-vectors/compressor-hangs/debruijn65.bin, rebuilt)
+    k = 65
+    sequence = []
+    for i in range(k):
+        for j in range(k):
+            sequence += [i, j]
+    data = bytes(0x30 + s for s in sequence)
+    result, _ = run(data, threshold=3)
+    assert replay(data, result) == result.payload.tobytes()
+
+
+def test_many_blocks_in_several_batches() -> None:
+    data = (b"the cat sat on the mat. " * 3)[:64] * (MAX_BATCH_BLOCKS + 20)
+    cuts = list(range(64, len(data), 64))
+    arr = np.frombuffer(data, dtype=np.uint8)
+    result = encode_blocks(arr, np.array([0, *cuts, len(data)], dtype=np.int64), threshold=3)
+    assert len(result.n_merges) == MAX_BATCH_BLOCKS + 20
+    assert len(set(result.payload_len.tolist())) == 1, "identical blocks encode identically"
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=blocky_bytes(), threshold=st.integers(2, 5), cut_seed=st.integers(0, 2**32 - 1))
+def test_incremental_counts_equal_recount_after_every_merge(data: bytes, threshold: int, cut_seed: int) -> None:
+    """check_counts recounts every pair from scratch after every step and asserts equality."""
+    rng = np.random.default_rng(cut_seed)
+    cuts = sorted(set(rng.integers(1, len(data), 3).tolist())) if len(data) > 1 else []
+    result, _ = run(data, threshold=threshold, cuts=cuts)
+    payloads = np.split(result.payload, np.cumsum(result.payload_len)[:-1])
+    merge_at = np.cumsum(result.n_merges) - result.n_merges
+    for b, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(data)], strict=True)):
+        m = slice(int(merge_at[b]), int(merge_at[b] + result.n_merges[b]))
+        block = EncodedBlocks(
+            result.n_merges[b : b + 1],
+            result.n_fresh[b : b + 1],
+            result.code[m],
+            result.left[m],
+            result.right[m],
+            result.count[m],
+            result.expansion[m],
+            result.payload_len[b : b + 1],
+            payloads[b],
+        )
+        assert replay(data[lo:hi], block) == payloads[b].tobytes()
+
+
+def test_every_step_takes_a_most_frequent_pair() -> None:
+    data = b"she sells sea shells on the sea shore, the shells she sells are sea shells"
+    seen: list[bytes] = [data]
+
+    def check(step: StepRecord) -> None:
+        before = seen[-1]
+        counts: dict[tuple[int, int], int] = {}
+        for a, b in itertools.pairwise(before):
+            counts[a, b] = counts.get((a, b), 0) + 1
+        assert int(step.count[0]) == max(counts.values()) == counts[int(step.left[0]), int(step.right[0])]
+        seen.append(step.sequence(0))
+
+    arr = np.frombuffer(data, dtype=np.uint8)
+    encode_blocks(arr, np.array([0, len(arr)], dtype=np.int64), threshold=2, on_step=check)
+    assert len(seen) > 5

@@ -1,0 +1,149 @@
+"""The container: golden files freeze version 1, and damage of any kind is an error."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+import bytepair
+from bytepair import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
+from bytepair._format import (
+    CODE_SET_BITMAP,
+    FRAME_HEADER_SIZE,
+    MAGIC,
+    STREAM_HEADER_SIZE,
+    pack_code_sets,
+    unpack_frame_body,
+    unpack_frame_header,
+)
+from tests.golden import CASES, GOLDEN
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_bytes_are_frozen(name: str) -> None:
+    data, params = CASES[name]
+    stored_input = (GOLDEN / f"{name}.bin").read_bytes()
+    golden = (GOLDEN / f"{name}.bp").read_bytes()
+    assert stored_input == data, "the golden input changed; regenerate with python -m tests.golden"
+    assert bytepair.compress(data, **params) == golden, (  # type: ignore[arg-type]
+        "the bytes written changed: bump the format version, document it in docs/FORMAT.md, "
+        "and regenerate with python -m tests.golden"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_files_decode(name: str) -> None:
+    golden = (GOLDEN / f"{name}.bp").read_bytes()
+    assert bytepair.decompress(golden) == (GOLDEN / f"{name}.bin").read_bytes()
+
+
+def test_golden_files_cover_every_feature() -> None:
+    """The golden set must exercise stored blocks, runs, bitmaps and recycled codes."""
+    kinds: set[str] = set()
+    for name in CASES:
+        blob = (GOLDEN / f"{name}.bp").read_bytes()
+        pos = STREAM_HEADER_SIZE
+        while blob[pos] == ord("F"):
+            header = unpack_frame_header(blob, pos, 0)
+            body = blob[pos + FRAME_HEADER_SIZE : pos + FRAME_HEADER_SIZE + header.body_size]
+            t = unpack_frame_body(header, body, 0, 0)
+            nb = len(t.orig_len)
+            set_kind = np.frombuffer(body, dtype=np.uint8, count=nb, offset=6 * nb)
+            if ((t.n_merges == 0) & (t.payload_len == t.orig_len)).any():
+                kinds.add("stored")
+            if (set_kind == CODE_SET_BITMAP).any():
+                kinds.add("bitmap")
+            if ((set_kind > 0) & (set_kind != CODE_SET_BITMAP)).any():
+                kinds.add("runs")
+            if (t.n_merges > t.n_fresh).any():
+                kinds.add("recycled")
+            pos += FRAME_HEADER_SIZE + header.body_size
+    assert kinds == {"stored", "bitmap", "runs", "recycled"}
+
+
+def test_stream_layout() -> None:
+    blob = bytepair.compress(b"hello hello hello hello")
+    assert blob[:4] == MAGIC and blob[4] == 1 and blob[5] == 0
+    assert blob[STREAM_HEADER_SIZE] == ord("F")
+    kind, n_frames, total, crc = struct.unpack_from("<BIQI", blob, len(blob) - 21)
+    assert (chr(kind), n_frames, total, crc) == ("E", 1, 23, zlib.crc32(b"hello hello hello hello"))
+
+
+def test_code_sets_choose_the_cheaper_form() -> None:
+    n_merges = np.array([3, 40])
+    n_fresh = np.array([3, 40])
+    runs_codes = [255, 254, 200]  # two runs
+    scattered = list(range(255, 55, -5))  # 40 runs of one: the bitmap is cheaper
+    kind, blob, size = pack_code_sets(n_merges, n_fresh, np.array(runs_codes + scattered, dtype=np.uint8))
+    assert kind.tolist() == [2, CODE_SET_BITMAP]
+    assert size.tolist() == [4, 32]
+    assert blob[:4] == bytes([0, 2, 53, 1])
+
+
+@pytest.fixture(scope="module")
+def multi_frame_stream() -> tuple[bytes, bytes]:
+    import bytepair._stream as stream
+
+    data = (b"abracadabra, " * 40 + bytes(range(256)) + b"the quick brown fox " * 30) * 2
+    saved = stream.FRAME_SIZE
+    stream.FRAME_SIZE = 700
+    try:
+        blob = bytepair.compress(data, block_size=300)
+    finally:
+        stream.FRAME_SIZE = saved
+    assert blob.count(b"F") >= 3
+    return data, blob
+
+
+def test_every_truncation_is_an_error(multi_frame_stream: tuple[bytes, bytes]) -> None:
+    data, blob = multi_frame_stream
+    assert bytepair.decompress(blob) == data
+    for cut in range(len(blob)):
+        with pytest.raises(TruncatedDataError if cut >= 4 else BytePairError):
+            bytepair.decompress(blob[:cut])
+
+
+def test_every_single_bit_flip_is_an_error(multi_frame_stream: tuple[bytes, bytes]) -> None:
+    data, blob = multi_frame_stream
+    damaged = bytearray(blob)
+    for bit in range(8 * len(blob)):
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        try:
+            out = bytepair.decompress(bytes(damaged))
+        except BytePairError:
+            pass
+        else:
+            raise AssertionError(f"bit {bit} flipped: decoded {'the same' if out == data else 'wrong'} data")
+        damaged[bit // 8] ^= 1 << (bit % 8)
+
+
+def test_byte_changes_are_errors(multi_frame_stream: tuple[bytes, bytes]) -> None:
+    _, blob = multi_frame_stream
+    rng = np.random.default_rng(7)
+    for pos in rng.integers(0, len(blob), 400):
+        damaged = bytearray(blob)
+        damaged[pos] = (damaged[pos] + int(rng.integers(1, 256))) % 256
+        with pytest.raises(BytePairError):
+            bytepair.decompress(bytes(damaged))
+
+
+def test_not_a_stream() -> None:
+    with pytest.raises(UnsupportedFormatError, match="not a bytepair stream"):
+        bytepair.decompress(b"PK\x03\x04 this is a zip file, not ours")
+
+
+def test_future_version_is_refused() -> None:
+    blob = bytearray(bytepair.compress(b"abc"))
+    blob[4] = 2
+    with pytest.raises(UnsupportedFormatError, match="version 2"):
+        bytepair.decompress(bytes(blob))
+
+
+def test_oversized_declared_frame_is_refused_before_reading_it() -> None:
+    blob = bytearray(bytepair.compress(b"abc" * 100))
+    struct.pack_into("<I", blob, STREAM_HEADER_SIZE + 5, 1 << 30)  # orig_size
+    with pytest.raises(CorruptDataError, match="out of range"):
+        bytepair.decompress(bytes(blob))
