@@ -1,0 +1,272 @@
+"""The round-trip benchmark: it must catch a codec that loses data, report every
+codec, and compute its figures from what it measured. No timing assertions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from bytepair import DEFAULT_LEVEL, _bench
+from bytepair._bench import Codec
+from tests.helpers import REPO
+
+SCRIPT = REPO / "benchmarks" / "roundtrip.py"
+TEXT = b"the quick brown fox jumps over the lazy dog; " * 200 + bytes(range(256))
+INPUTS = [("text.txt", TEXT), ("zeros.bin", bytes(1000)), ("empty.bin", b"")]
+
+
+def identity(data: bytes) -> bytes:
+    return data
+
+
+class FakeClock:
+    """A timer that moves only when a fake codec says so: exact, repeatable times."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def codec(self, name: str, c_cost: float, d_cost: float, shrink: int = 0) -> Codec:
+        def comp(data: bytes) -> bytes:
+            self.now += c_cost
+            return bytes(shrink) + data
+
+        def decomp(data: bytes) -> bytes:
+            self.now += d_cost
+            return data[shrink:]
+
+        return Codec(name, comp, decomp)
+
+
+@pytest.fixture(scope="module")
+def result() -> _bench.BenchResult:
+    return _bench.run_benchmark(INPUTS, levels=[1, DEFAULT_LEVEL], runs=2)
+
+
+def test_default_codecs_cover_levels_and_references(result: _bench.BenchResult) -> None:
+    assert result.codecs[:2] == ("bytepair-1", f"bytepair-{DEFAULT_LEVEL}")
+    assert {"zlib-6", "bz2-9", "lzma-6"} <= set(result.codecs)
+    assert len(result.measurements) == len(INPUTS) * len(result.codecs)
+    for m in result.measurements:
+        assert len(m.compress_times) == len(m.decompress_times) == 2
+        assert all(t >= 0 for t in m.compress_times + m.decompress_times)
+
+
+def test_zlib_size_is_what_zlib_gives(result: _bench.BenchResult) -> None:
+    (m,) = [m for m in result.measurements if m.file == "text.txt" and m.codec == "zlib-6"]
+    assert m.size == len(TEXT)
+    assert m.compressed == len(zlib.compress(TEXT, 6))
+
+
+def test_broken_codec_is_caught_and_named() -> None:
+    broken = Codec("broken", identity, lambda data: data[:-1] + b"?")
+    with pytest.raises(_bench.RoundTripError, match=rf"broken on text\.txt.*first difference at byte {len(TEXT) - 1}"):
+        _bench.run_benchmark(
+            [("text.txt", TEXT)], levels=[DEFAULT_LEVEL], runs=1, codecs=[Codec("ok", identity, identity), broken]
+        )
+
+
+def test_codec_broken_only_on_one_input_is_caught() -> None:
+    def lossy(data: bytes) -> bytes:
+        return data.replace(b"\x00\x00", b"\x00\x01")
+
+    with pytest.raises(_bench.RoundTripError, match=r"lossy on zeros\.bin"):
+        _bench.run_benchmark(INPUTS, levels=[1], runs=1, codecs=[Codec("lossy", identity, lossy)])
+
+
+def test_decompress_that_raises_is_reported_as_round_trip_failure() -> None:
+    def fails(data: bytes) -> bytes:
+        raise ValueError("bad stream")
+
+    with pytest.raises(_bench.RoundTripError, match=r"crashy on text\.txt.*bad stream"):
+        _bench.run_benchmark(INPUTS[:1], levels=[1], runs=1, codecs=[Codec("crashy", zlib.compress, fails)])
+
+
+def test_codecs_are_interleaved_within_each_run() -> None:
+    calls: list[str] = []
+
+    def recording(name: str) -> Codec:
+        def comp(data: bytes) -> bytes:
+            calls.append(name)
+            return data
+
+        return Codec(name, comp, identity)
+
+    _bench.run_benchmark(INPUTS[:1], levels=[1], runs=3, codecs=[recording("a"), recording("b"), recording("c")])
+    timed = calls[3:]  # after one warm-up call each
+    assert [sorted(timed[i : i + 3]) for i in range(0, 9, 3)] == [["a", "b", "c"]] * 3
+
+
+def test_figures_come_from_medians_and_sums() -> None:
+    clock = FakeClock()
+    codecs = [clock.codec("zlib-6", 1.0, 0.5, shrink=0), clock.codec("slow", 4.0, 0.25, shrink=10)]
+    inputs = [("a", bytes(1_000_000)), ("b", bytes(3_000_000))]
+    res = _bench.run_benchmark(inputs, levels=[1], runs=3, codecs=codecs, timer=clock)
+    (a_slow,) = [r for r in res.per_file() if r.file == "a" and r.codec == "slow"]
+    assert (a_slow.compressed, a_slow.compress_seconds, a_slow.decompress_seconds) == (1_000_010, 4.0, 0.25)
+    assert a_slow.compress_mbps == pytest.approx(0.25)
+    totals = {r.codec: r for r in res.totals()}
+    assert [r.file for r in res.totals()] == ["total", "total"]
+    slow, ref = totals["slow"], totals["zlib-6"]
+    assert (slow.size, slow.compressed) == (4_000_000, 4_000_020)
+    assert slow.ratio == pytest.approx(4_000_020 / 4_000_000)
+    assert (slow.compress_seconds, slow.decompress_seconds) == (8.0, 0.5)
+    assert slow.compress_mbps == pytest.approx(0.5)
+    assert slow.decompress_mbps == pytest.approx(8.0)
+    assert slow.compress_vs_zlib == pytest.approx(0.25)
+    assert slow.decompress_vs_zlib == pytest.approx(2.0)
+    assert ref.compress_vs_zlib == ref.decompress_vs_zlib == 1.0
+
+
+def test_without_reference_speeds_relative_to_zlib_are_na() -> None:
+    res = _bench.run_benchmark(INPUTS[:1], levels=[1], runs=1, codecs=[Codec("copy", identity, identity)])
+    assert res.totals()[0].compress_vs_zlib is None
+    assert "n/a" in _bench.format_table(res, per_file=True)
+
+
+def test_table_has_every_codec_and_total_rows(result: _bench.BenchResult) -> None:
+    table = _bench.format_table(result, per_file=True)
+    header = (
+        "| file | codec | size | compressed | ratio | compress MB/s | decompress MB/s "
+        "| compress vs zlib | decompress vs zlib |"
+    )
+    assert table.count(header) == 2
+    rows = [line for line in table.splitlines() if line.startswith("| ") and line != header]
+    total_rows = [r for r in rows if r.startswith("| total |")]
+    assert [r.split(" | ")[1] for r in total_rows] == list(result.codecs)
+    for name, _ in INPUTS:
+        assert sum(r.startswith(f"| {name} |") for r in rows) == len(result.codecs)
+    (zlib_total,) = [r for r in total_rows if "| zlib-6 |" in r]
+    assert zlib_total.endswith("| 1.00x | 1.00x |")
+    assert str(sum(len(d) for _, d in INPUTS)) in zlib_total
+
+
+def test_table_without_per_file_has_totals_only(result: _bench.BenchResult) -> None:
+    table = _bench.format_table(result, per_file=False)
+    assert "text.txt" not in table
+    assert sum(line.startswith("| total |") for line in table.splitlines()) == len(result.codecs)
+
+
+def test_json_has_every_figure(result: _bench.BenchResult) -> None:
+    doc = json.loads(json.dumps(_bench.to_json(result)))
+    assert doc["parameters"]["runs"] == 2
+    assert doc["parameters"]["levels"] == [1, DEFAULT_LEVEL]
+    assert doc["parameters"]["codecs"] == list(result.codecs)
+    assert set(doc["parameters"]["bytepair_levels"]) == {"1", str(DEFAULT_LEVEL)}
+    for key in ("python", "numpy", "platform", "cpu_count", "bytepair"):
+        assert doc["machine"][key]
+    assert [f["name"] for f in doc["files"]] == [name for name, _ in INPUTS]
+    assert len(doc["results"]) == len(INPUTS) * len(result.codecs)
+    row = next(r for r in doc["results"] if r["file"] == "text.txt" and r["codec"] == "zlib-6")
+    assert row["compressed"] == len(zlib.compress(TEXT, 6))
+    assert row["size"] == len(TEXT)
+    assert row["ratio"] == pytest.approx(row["compressed"] / row["size"])
+    assert len(row["compress_times"]) == len(row["decompress_times"]) == 2
+    for key in ("compress_seconds", "decompress_seconds", "compress_mb_per_s", "decompress_mb_per_s"):
+        assert row[key] > 0
+    assert row["compress_vs_zlib"] == 1.0
+    empty = next(r for r in doc["results"] if r["file"] == "empty.bin")
+    assert empty["ratio"] is None
+    assert [t["codec"] for t in doc["totals"]] == list(result.codecs)
+    assert doc["totals"][0]["size"] == sum(len(d) for _, d in INPUTS)
+
+
+def test_collect_inputs_reads_folder_sorted_not_recursive(tmp_path: Path) -> None:
+    for name, data in (("b.txt", b"bee"), ("a.bin", b"ay"), ("c", b"")):
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "deep.txt").write_bytes(b"deep")
+    assert _bench.collect_inputs([str(tmp_path)]) == [("a.bin", b"ay"), ("b.txt", b"bee"), ("c", b"")]
+
+
+def test_collect_inputs_files_in_order_once_and_clashes_by_path(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    (tmp_path / "one" / "same.txt").write_bytes(b"1")
+    (tmp_path / "two" / "same.txt").write_bytes(b"2")
+    (tmp_path / "z.txt").write_bytes(b"z")
+    one, two, z = (str(tmp_path / p) for p in ("one/same.txt", "two/same.txt", "z.txt"))
+    assert _bench.collect_inputs([z, one, two, z]) == [("z.txt", b"z"), (one, b"1"), (two, b"2")]
+
+
+def test_collect_inputs_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-file")
+    with pytest.raises(FileNotFoundError, match=r"no such file or folder: .*no-such-file"):
+        _bench.collect_inputs([missing])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no regular files"):
+        _bench.collect_inputs([str(tmp_path / "empty")])
+
+
+def test_sample_files_are_deterministic_and_varied() -> None:
+    first, second = _bench.sample_files(), _bench.sample_files()
+    assert first == second
+    names = [name for name, _ in first]
+    assert names == ["stdlib.py", "random-1MiB.bin", "run-1MiB.bin", "abab-1MiB.bin", "records.bin"]
+    assert all(data for _, data in first)
+    stdlib = dict(first)["stdlib.py"]
+    assert len(stdlib) > 1_000_000
+    assert b"# ---- argparse ----\n" in stdlib
+    assert len(set(dict(first)["random-1MiB.bin"])) == 256
+
+
+def test_bench_command_prints_tables(tmp_path: Path) -> None:
+    import io
+
+    path = tmp_path / "in.txt"
+    path.write_bytes(TEXT)
+    out = io.StringIO()
+    assert _bench.bench_command([str(path)], levels=None, runs=1, out=out) == 0
+    text = out.getvalue()
+    assert f"| in.txt | bytepair-{DEFAULT_LEVEL} |" in text
+    assert "| total | zlib-6 |" in text
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+
+
+def test_script_runs_and_writes_json(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes(TEXT)
+    out_json = tmp_path / "out.json"
+    proc = run_script("--runs", "1", "--levels", "5", str(path), "--json", str(out_json))
+    assert proc.returncode == 0, proc.stderr
+    assert "| in.txt | bytepair-5 |" in proc.stdout
+    assert "| total | lzma-6 |" in proc.stdout
+    assert json.loads(out_json.read_text())["parameters"]["levels"] == [5]
+
+
+def test_script_missing_path_exits_1_with_one_line(tmp_path: Path) -> None:
+    proc = run_script("--runs", "1", str(tmp_path / "nothing-here"))
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1
+    assert "nothing-here" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_script_plot_needs_matplotlib(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes(TEXT)
+    png = tmp_path / "plot.png"
+    proc = run_script("--runs", "1", "--quiet", "--plot", str(png), str(path))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert proc.returncode == 2
+        assert "matplotlib" in proc.stderr
+        assert proc.stderr.count("\n") == 1
+        assert not png.exists()
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert png.read_bytes().startswith(b"\x89PNG")
