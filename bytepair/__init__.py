@@ -9,6 +9,8 @@ The interface follows the standard library's ``lzma`` module::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._core import compress, decompress
 from ._errors import (
     BytePairError,
@@ -20,7 +22,20 @@ from ._errors import (
 from ._params import DEFAULT_LEVEL, LEVELS, MAX_BLOCK_SIZE, Params
 from ._stream import BytePairCompressor, BytePairDecompressor
 
+if TYPE_CHECKING:
+    from ._explain import explain
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # imported on first use, so that `python -m bytepair._explain` does not find it loaded already
+    if name == "explain":
+        from ._explain import explain
+
+        return explain
+    raise AttributeError(f"module 'bytepair' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -36,4 +51,5 @@ __all__ = [
     "UnsupportedFormatError",
     "compress",
     "decompress",
+    "explain",
 ]

@@ -96,6 +96,30 @@ class _Workspace:
         self.counts = np.zeros(rows * 256, dtype=np.uint16)
         self.rowmax = np.zeros(rows, dtype=np.uint16)
         self.rowmark = np.zeros(rows, dtype=np.bool_)
+        self._buffers: dict[str, npt.NDArray[Any]] = {}
+        self._iota = np.zeros(0, dtype=np.int64)
+
+    def buffer(self, name: str, size: int, dtype: type[np.generic]) -> npt.NDArray[Any]:
+        """A reusable array of at least *size* elements (its contents are garbage)."""
+        buf = self._buffers.get(name)
+        if buf is None or len(buf) < size:
+            buf = self._buffers[name] = np.empty(max(size, 2 * len(buf) if buf is not None else size), dtype=dtype)
+        return buf[:size]
+
+    def iota(self, size: int) -> npt.NDArray[np.int64]:
+        """``arange(size)``, kept between batches."""
+        if len(self._iota) < size:
+            self._iota = np.arange(max(size, 2 * len(self._iota)), dtype=np.int64)
+        return self._iota[:size]
+
+    def grow(self, name: str, used: int, size: int) -> npt.NDArray[Any]:
+        """The buffer *name* with room for *size* elements, keeping its first *used* ones."""
+        buf = self._buffers[name]
+        if len(buf) < size:
+            bigger = np.empty(max(size, 2 * len(buf)), dtype=buf.dtype)
+            bigger[:used] = buf[:used]
+            buf = self._buffers[name] = bigger
+        return buf
 
 
 _local = threading.local()
@@ -177,20 +201,25 @@ class _Batch:
         if np.any(ends <= starts):
             raise ValueError("encode_blocks needs non-empty blocks")
 
-        self.val = np.empty(n + 1, dtype=np.int16)
+        ws = self.ws
+        self.val = ws.buffer("val", n + 1, np.int16)
         self.val[:n] = data
         self.val[n] = _SENTINEL
-        self.nxt = np.arange(1, n + 2, dtype=np.int64)
+        iota = ws.iota(n + 2)
+        self.nxt = ws.buffer("nxt", n + 1, np.int64)
+        self.nxt[:] = iota[1:]
         self.nxt[ends - 1] = n
         self.nxt[n] = n
-        self.prv = np.arange(-1, n, dtype=np.int64)
+        self.prv = ws.buffer("prv", n + 1, np.int64)
+        self.prv[1:] = iota[:n]
         self.prv[starts] = n
         self.prv[n] = n
-        self.is_match = np.zeros(n + 1, dtype=np.bool_)
-        block_of = np.repeat(np.arange(k, dtype=np.int64), ends - starts)
+        self.is_match = ws.buffer("is_match", n + 1, np.bool_)
+        self.is_match[:] = False
+        block_of = np.repeat(np.arange(k, dtype=np.uint8), ends - starts)
         self.block_of = block_of
 
-        symcount = np.bincount(block_of * 256 + data, minlength=k * 256)
+        symcount = np.bincount(block_of.astype(np.int64) * 256 + data, minlength=k * 256)
         self.symcount = symcount.reshape(k, 256)
         absent = self.symcount == 0
         order = np.argsort(~absent[:, ::-1], axis=1, kind="stable")
@@ -207,40 +236,49 @@ class _Batch:
 
     # -- the occurrence index -------------------------------------------------
 
-    def _index_initial_pairs(self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.int64]) -> None:
+    def _index_initial_pairs(self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.uint8]) -> None:
+        """Count every pair of the batch and index those seen at least ``threshold`` times.
+
+        One stable radix sort of the 16-bit pair keys orders positions by (pair,
+        position), hence by (pair, block, position) as blocks are contiguous.
+        """
         n, k = self.n, self.k
         ws = self.ws
         pos = np.flatnonzero(self.nxt[:n] != n)  # every position but the last of a block
         keys = (data[pos].astype(np.uint16) << 8) | data[pos + 1]
         order = np.argsort(keys, kind="stable")
         pos = pos[order]
-        keys64 = keys[order].astype(np.int64)
+        keys = keys[order]
         blocks = block_of[pos]
-        composite = keys64 * k + blocks
-        if len(composite):
-            starts = np.flatnonzero(np.diff(composite, prepend=-1))
-            sizes = np.diff(starts, append=len(composite))
-            cell = blocks[starts] * _TABLE + keys64[starts]
+        kept = 0
+        index_keys = ws.buffer("index_keys", n + 16, np.int64)
+        index_pos = ws.buffer("index_pos", n + 16, np.int64)
+        if len(pos):
+            head = np.empty(len(pos), dtype=np.bool_)
+            head[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=head[1:])
+            head[1:] |= blocks[1:] != blocks[:-1]
+            starts = np.flatnonzero(head)
+            sizes = np.diff(starts, append=len(pos))
+            cell = blocks[starts].astype(np.int64) * _TABLE + keys[starts]
             ws.counts[cell] = sizes
             np.maximum.at(ws.rowmax, cell >> 8, sizes.astype(np.uint16))
             keep = np.repeat(sizes >= self.threshold, sizes)
-            composite = composite[keep]
-            pos = pos[keep]
-        capacity = 3 * n + 16
-        self.gkeys = np.empty(capacity, dtype=np.int64)
-        self.gpos = np.empty(capacity, dtype=np.int64)
-        self.gn = len(composite)
-        self.gkeys[: self.gn] = composite
-        self.gpos[: self.gn] = pos
+            kept = int(np.count_nonzero(keep))
+            np.multiply(keys[keep], k, out=index_keys[:kept], dtype=np.int64)
+            index_keys[:kept] += blocks[keep]
+            index_pos[:kept] = pos[keep]
+        self.gn = kept
 
     def _append_index(
         self, step: int, pos: npt.NDArray[np.int64], keys: npt.NDArray[np.int64], blocks: npt.NDArray[np.int64]
     ) -> None:
         order = np.argsort(keys.astype(np.uint16), kind="stable")
-        composite = step * (_TABLE * self.k) + keys[order] * self.k + blocks[order]
         end = self.gn + len(pos)
-        self.gkeys[self.gn : end] = composite
-        self.gpos[self.gn : end] = pos[order]
+        gkeys = self.ws.grow("index_keys", self.gn, end)
+        gpos = self.ws.grow("index_pos", self.gn, end)
+        gkeys[self.gn : end] = step * (_TABLE * self.k) + keys[order] * self.k + blocks[order]
+        gpos[self.gn : end] = pos[order]
         self.gn = end
 
     # -- the main loop --------------------------------------------------------
@@ -298,12 +336,12 @@ class _Batch:
         # 3. the candidate positions of each block's pair, from the occurrence index
         segment = np.maximum(self.created[active, left], self.created[active, right])
         query = segment * (_TABLE * k) + (left * 256 + right) * k + active
-        keys = self.gkeys[: self.gn]
+        keys = self.ws.buffer("index_keys", self.gn, np.int64)
         lo = np.searchsorted(keys, query, side="left")
         hi = np.searchsorted(keys, query, side="right")
         found = hi - lo
         owner = np.repeat(np.arange(len(active), dtype=np.int64), found)
-        cand = self.gpos[concat_ranges(lo, found)]
+        cand = self.ws.buffer("index_pos", self.gn, np.int64)[concat_ranges(lo, found)]
 
         # 4. keep those that still hold the pair
         val, nxt, prv = self.val, self.nxt, self.prv
@@ -450,9 +488,9 @@ class _Batch:
         n = self.n
         pos = np.flatnonzero(self._alive())
         pos = pos[self.nxt[pos] != n]
-        cells: npt.NDArray[np.int64] = (
-            self.block_of[pos] * _TABLE + self.val[pos].astype(np.int64) * 256 + self.val[self.nxt[pos]]
-        )
+        block = self.block_of[pos].astype(np.int64)
+        left = self.val[pos].astype(np.int64)
+        cells: npt.NDArray[np.int64] = block * _TABLE + left * 256 + self.val[self.nxt[pos]]
         return cells
 
     def _reset_tables(self) -> None:
@@ -473,5 +511,5 @@ class _Batch:
         rows = ws.rowmax[: k * 256].astype(np.int64)
         assert np.array_equal(rows, expected.reshape(-1, 256).max(axis=1)), "row maxima differ"
         alive = self._alive()
-        sym = np.bincount(self.block_of[alive] * 256 + self.val[: self.n][alive], minlength=k * 256)
+        sym = np.bincount(self.block_of[alive].astype(np.int64) * 256 + self.val[: self.n][alive], minlength=k * 256)
         assert np.array_equal(sym.reshape(k, 256), self.symcount), "symbol counts differ"

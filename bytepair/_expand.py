@@ -73,13 +73,15 @@ def _check_forward_refs(t: PairTables, res: _Resolved) -> None:
     nb = len(t.orig_len)
     if not len(t.code):
         return
-    fresh_rank = np.full((nb, 256), -1, dtype=np.int64)
     is_fresh = res.rank < t.n_fresh[res.block_of_merge]
-    fresh_rank[res.block_of_merge[is_fresh], t.code[is_fresh]] = res.rank[is_fresh]
-    if np.unique(res.block_of_merge[is_fresh] * 256 + t.code[is_fresh]).size != int(is_fresh.sum()):
+    fresh_slot = res.block_of_merge[is_fresh] * 256 + t.code[is_fresh]
+    if len(fresh_slot) and np.bincount(fresh_slot).max() > 1:
         raise CorruptDataError("pair table lists a fresh code twice")
+    fresh_rank = np.full(nb * 256, -1, dtype=np.int64)
+    fresh_rank[fresh_slot] = res.rank[is_fresh]
+    slot_base = res.block_of_merge * 256
     for side in (t.left, t.right):
-        bad = fresh_rank[res.block_of_merge, side] >= res.rank
+        bad = fresh_rank[slot_base + side] >= res.rank
         if bad.any():
             m = int(np.argmax(bad))
             raise CorruptDataError(
@@ -91,21 +93,23 @@ def _check_forward_refs(t: PairTables, res: _Resolved) -> None:
 def _node_lengths(
     t: PairTables, res: _Resolved, left_node: npt.NDArray[np.int64], right_node: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Expansion length and depth of every node, rank by rank for all blocks at once."""
+    """Expansion length and depth of every node.
+
+    Relaxation over all nodes at once: after pass d every node of depth <= d is
+    final, so real tables (depth 10-20) take a few passes whatever their size.
+    Operands always come from earlier merges, so it ends after at most
+    ``n_merges`` passes; lengths are clamped so a doubling chain cannot overflow.
+    """
     m_total = len(t.code)
     length = np.ones(256 + m_total, dtype=np.int64)
     depth = np.zeros(256 + m_total, dtype=np.int64)
     cap = t.orig_len[res.block_of_merge] + 1
-    by_rank = np.argsort(res.rank, kind="stable")
-    rank_edges = np.searchsorted(res.rank[by_rank], np.arange(res.span + 1))
-    for r in range(res.span):
-        merges = by_rank[rank_edges[r] : rank_edges[r + 1]]
-        if not len(merges):
+    for _ in range(res.span):
+        new_depth = np.maximum(depth[left_node], depth[right_node]) + 1
+        np.minimum(length[left_node] + length[right_node], cap, out=length[256:])
+        if np.array_equal(new_depth, depth[256:]):
             break
-        ln = left_node[merges]
-        rn = right_node[merges]
-        length[256 + merges] = np.minimum(length[ln] + length[rn], cap[merges])
-        depth[256 + merges] = np.maximum(depth[ln], depth[rn]) + 1
+        depth[256:] = new_depth
     too_long = length[256:] > t.orig_len[res.block_of_merge]
     if too_long.any():
         m = int(np.argmax(too_long))
@@ -120,6 +124,14 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     """Decode a run of blocks with a fixed number of numpy calls per rank and depth level."""
     if np.any(t.payload_len < 1) or np.any(t.payload_len > t.orig_len):
         raise CorruptDataError("a block's payload is empty or longer than the block")
+    if not len(t.code):  # stored blocks only: the payload is the data
+        wrong = t.payload_len != t.orig_len
+        if wrong.any():
+            b = int(np.argmax(wrong))
+            raise CorruptDataError(
+                f"block {t.first_block + b}: expands to {int(t.payload_len[b])} bytes, header says {int(t.orig_len[b])}"
+            )
+        return t.payload.copy()
     res = _Resolved(t)
     _check_forward_refs(t, res)
     bm = res.block_of_merge
