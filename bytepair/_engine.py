@@ -174,6 +174,14 @@ def encode_blocks(
     )
 
 
+def _interleave(first: npt.NDArray[Any], second: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``[first[0], second[0], first[1], second[1], ...]``."""
+    out = np.empty(2 * len(first), dtype=first.dtype)
+    out[0::2] = first
+    out[1::2] = second
+    return out
+
+
 class _Batch:
     """The state of up to ``MAX_BATCH_BLOCKS`` blocks being encoded together."""
 
@@ -337,8 +345,8 @@ class _Batch:
         segment = np.maximum(self.created[active, left], self.created[active, right])
         query = segment * (_TABLE * k) + (left * 256 + right) * k + active
         keys = self.ws.buffer("index_keys", self.gn, np.int64)
-        lo = np.searchsorted(keys, query, side="left")
-        hi = np.searchsorted(keys, query, side="right")
+        # keys are integers: the end of query q's run is the start of q + 1's
+        lo, hi = np.searchsorted(keys, np.concatenate((query, query + 1))).reshape(2, -1)
         found = hi - lo
         owner = np.repeat(np.arange(len(active), dtype=np.int64), found)
         cand = self.ws.buffer("index_pos", self.gn, np.int64)[concat_ranges(lo, found)]
@@ -399,7 +407,8 @@ class _Batch:
         rowmark[stale] = False
         rowmax[stale] = counts.reshape(-1, 256)[stale].max(axis=1)
         np.add.at(counts, inc, np.uint16(1))
-        np.maximum.at(rowmax, inc >> 8, counts[inc])
+        inc_count = counts[inc]
+        np.maximum.at(rowmax, inc >> 8, inc_count)
         counts[trash : trash + 256] = 0
         rowmax[trash >> 8] = 0
 
@@ -425,12 +434,16 @@ class _Batch:
             self.depth[active, code] = depth
 
         # 9. index the new pairs that are frequent enough to be chosen some day
-        new_pos = np.stack((pos_a, i), axis=1).ravel()
-        new_key = np.stack((key_a, key_b), axis=1).ravel()
-        new_blk = np.repeat(blk, 2)
-        new_ok = np.stack((has_p, has_q), axis=1).ravel()
-        new_ok[new_ok] = counts[new_blk[new_ok] * _TABLE + new_key[new_ok]] >= threshold
-        self._append_index(step, new_pos[new_ok], new_key[new_ok], new_blk[new_ok])
+        # (interleaved per match, so the entries stay in block and position order)
+        n_matches = len(i)
+        frequent = (inc_count >= threshold).reshape(2, n_matches)
+        new_ok = _interleave(has_p & frequent[0], has_q & frequent[1])
+        self._append_index(
+            step,
+            _interleave(pos_a, i)[new_ok],
+            _interleave(key_a, key_b)[new_ok],
+            _interleave(blk, blk)[new_ok],
+        )
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
         return active
