@@ -99,8 +99,12 @@ def unpack_stream_header(buf: bytes | memoryview, offset: int = 0) -> None:
 
 
 def max_body_size(n_blocks: int, orig_size: int) -> int:
-    """The largest body a frame of *n_blocks* and *orig_size* bytes can have."""
-    return n_blocks * (_PER_BLOCK + 2 * MAX_RUNS + 2 * 255 + 3 * 255) + orig_size
+    """The largest body a frame of *n_blocks* and *orig_size* bytes can have.
+
+    An encoded block never takes more bytes than its data (it would be stored
+    instead), so a reader never buffers more than about one frame's output.
+    """
+    return n_blocks * _PER_BLOCK + orig_size
 
 
 def unpack_frame_header(buf: bytes | memoryview, offset: int, frame_index: int) -> FrameHeader:
