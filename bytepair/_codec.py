@@ -98,10 +98,15 @@ def _assemble(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: E
 
 def encode_frame(data: npt.NDArray[np.uint8], params: Params) -> tuple[bytes, int]:
     """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32."""
-    bounds = split_blocks(data, params.block_size, params.max_distinct)
-    enc = encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
     content_crc = zlib.crc32(data.data)
-    return pack_frame(_assemble(data, bounds, enc), content_crc), content_crc
+    best = b""
+    for block_size, max_distinct in params.cuttings():
+        bounds = split_blocks(data, block_size, max_distinct)
+        enc = encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
+        frame = pack_frame(_assemble(data, bounds, enc), content_crc)
+        if not best or len(frame) < len(best):
+            best = frame
+    return best, content_crc
 
 
 def decode_frame(

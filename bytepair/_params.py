@@ -26,12 +26,21 @@ class Params:
                   (Gage: 3). A recycled code costs one table byte more, so it
                   needs ``threshold + 1``.
     recycle:      reuse byte values that no longer occur once fresh codes run out.
+    trials:       further ``(block_size, max_distinct)`` cuttings to try; each frame
+                  keeps whichever cutting gives the smallest output (text prefers
+                  long blocks with many distinct values, binary data short blocks
+                  with more free codes).
     """
 
     block_size: int = 32768
     max_distinct: int = 200
     threshold: int = 3
     recycle: bool = True
+    trials: tuple[tuple[int, int], ...] = ()
+
+    def cuttings(self) -> list[tuple[int, int]]:
+        """Every ``(block_size, max_distinct)`` the encoder tries, the main one first."""
+        return [(self.block_size, self.max_distinct), *self.trials]
 
     def __post_init__(self) -> None:
         for name in ("block_size", "max_distinct", "threshold"):
@@ -49,6 +58,9 @@ class Params:
                 f"max_distinct must be in 1..255 (at least one byte value must stay free "
                 f"for pair codes), got {self.max_distinct}"
             )
+        for block_size, max_distinct in self.trials:
+            if not (1 <= block_size <= MAX_BLOCK_SIZE and 1 <= max_distinct <= 255):
+                raise ValueError(f"trial cutting ({block_size}, {max_distinct}) is out of range")
         if not 2 <= self.threshold <= MAX_BLOCK_SIZE:
             raise ValueError(
                 f"threshold must be in 2..{MAX_BLOCK_SIZE} (replacing a pair seen once "
@@ -57,15 +69,17 @@ class Params:
 
 
 LEVELS: dict[int, Params] = {
-    1: Params(block_size=65535, max_distinct=200, threshold=8),
-    2: Params(block_size=65535, max_distinct=200, threshold=6),
-    3: Params(block_size=65535, max_distinct=200, threshold=4),
-    4: Params(block_size=49152, max_distinct=200, threshold=3),
-    5: Params(block_size=32768, max_distinct=200, threshold=3),
-    6: Params(block_size=32768, max_distinct=200, threshold=3),
-    7: Params(block_size=32768, max_distinct=200, threshold=3),
-    8: Params(block_size=32768, max_distinct=200, threshold=3),
-    9: Params(block_size=32768, max_distinct=200, threshold=3),
+    # one cutting: longer blocks are faster (fewer merges in all)
+    1: Params(block_size=65535, max_distinct=200),
+    2: Params(block_size=65535, max_distinct=180),
+    3: Params(block_size=32768, max_distinct=220),
+    4: Params(block_size=32768, max_distinct=180),
+    5: Params(block_size=32768, max_distinct=200),
+    # several cuttings tried per frame, the smallest kept
+    6: Params(block_size=32768, max_distinct=200, trials=((16384, 160),)),
+    7: Params(block_size=32768, max_distinct=200, trials=((8192, 160), (16384, 220))),
+    8: Params(block_size=32768, max_distinct=200, trials=((16384, 160), (8192, 120), (65535, 220))),
+    9: Params(block_size=32768, max_distinct=200, trials=((16384, 160), (8192, 160), (8192, 120), (65535, 220))),
 }
 """Named presets; ``-1`` is fastest, ``-9`` smallest. See README for measured figures."""
 
@@ -93,4 +107,6 @@ def resolve_params(
         )
         if value is not None
     }
+    if overrides:  # explicit settings are used as given, without trials
+        overrides["trials"] = ()
     return dataclasses.replace(LEVELS[level], **overrides)

@@ -112,7 +112,19 @@ def test_levels_are_presets() -> None:
     preset = bytepair.LEVELS[5]
     explicit = {"block_size": preset.block_size, "max_distinct": preset.max_distinct, "threshold": preset.threshold}
     assert bytepair.compress(data, level=5) == bytepair.compress(data, level=1, **explicit)  # type: ignore[arg-type]
-    assert bytepair.compress(data, level=1, threshold=3) != bytepair.compress(data, level=1)
+    assert bytepair.compress(data, level=1, threshold=2) != bytepair.compress(data, level=1)
+
+
+def test_trial_levels_keep_the_smallest_cutting() -> None:
+    rng = np.random.default_rng(3)
+    binary = rng.integers(0, 256, 20_000, dtype=np.uint8).tobytes()[::7] * 20  # many values, repeats
+    data = b"plain text with a small alphabet. " * 2000 + binary
+    sizes = {level: len(bytepair.compress(data, level=level)) for level in (5, 6, 9)}
+    assert sizes[9] <= sizes[6] <= sizes[5]
+    for level in (6, 9):
+        assert bytepair.decompress(bytepair.compress(data, level=level)) == data
+    # explicit settings are used as given: no trials
+    assert bytepair.compress(data, level=9, threshold=3) == bytepair.compress(data, level=5)
 
 
 def test_max_length() -> None:
