@@ -7,6 +7,7 @@ encoded blocks -> container, and container -> decoder -> checked bytes.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -96,14 +97,24 @@ def _assemble(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: E
     )
 
 
-def encode_frame(data: npt.NDArray[np.uint8], params: Params) -> tuple[bytes, int]:
-    """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32."""
+EngineRunner = Callable[[npt.NDArray[np.uint8], npt.NDArray[np.int64], Params], EncodedBlocks]
+
+
+def run_engine(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
+    """Encode the blocks of *data* in this thread."""
+    return encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
+
+
+def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunner = run_engine) -> tuple[bytes, int]:
+    """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32.
+
+    Each of the level's cuttings into blocks is tried and the smallest frame kept.
+    """
     content_crc = zlib.crc32(data.data)
     best = b""
     for block_size, max_distinct in params.cuttings():
         bounds = split_blocks(data, block_size, max_distinct)
-        enc = encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
-        frame = pack_frame(_assemble(data, bounds, enc), content_crc)
+        frame = pack_frame(_assemble(data, bounds, engine(data, bounds, params)), content_crc)
         if not best or len(frame) < len(best):
             best = frame
     return best, content_crc

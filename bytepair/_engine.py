@@ -65,6 +65,17 @@ class EncodedBlocks:
     payload_len: npt.NDArray[np.int64]
     payload: npt.NDArray[np.uint8]
 
+    @classmethod
+    def concatenate(cls, parts: list[EncodedBlocks]) -> EncodedBlocks:
+        """The results of consecutive runs of blocks as one."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            no_bytes = np.zeros(0, dtype=np.uint8)
+            return cls(empty, empty, no_bytes, no_bytes, no_bytes, empty, empty, empty, no_bytes)
+        return cls(*(np.concatenate([getattr(r, f.name) for r in parts]) for f in dataclasses.fields(cls)))
+
 
 @dataclasses.dataclass
 class StepRecord:
@@ -163,15 +174,7 @@ def encode_blocks(
             block_offset=first,
         )
         results.append(batch.run(on_step, check_counts))
-    if not results:
-        empty = np.zeros(0, dtype=np.int64)
-        no_bytes = np.zeros(0, dtype=np.uint8)
-        return EncodedBlocks(empty, empty, no_bytes, no_bytes, no_bytes, empty, empty, empty, no_bytes)
-    if len(results) == 1:
-        return results[0]
-    return EncodedBlocks(
-        *(np.concatenate([getattr(r, f.name) for r in results]) for f in dataclasses.fields(EncodedBlocks))
-    )
+    return EncodedBlocks.concatenate(results)
 
 
 def _interleave(first: npt.NDArray[Any], second: npt.NDArray[Any]) -> npt.NDArray[Any]:

@@ -1,25 +1,31 @@
-"""Compressing frames on several cores.
+"""Compressing on several cores.
 
-Frames are independent, so they are encoded in worker processes (the engine
-makes many short numpy calls and holds the GIL most of the time, so threads
-would not scale). Results come back in order; at most two frames per worker
-are in flight, which bounds memory.
+Blocks are independent, so the blocks of a frame are split into one group per
+worker process and encoded in parallel; the frame is then assembled here. The
+engine makes many short numpy calls and holds the GIL most of the time, so
+threads would not scale. Frames smaller than ``MIN_SHARE`` per worker are
+encoded here: starting work elsewhere would cost more than it saves.
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
-from collections import deque
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+import threading
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+import numpy.typing as npt
 
-from ._codec import encode_frame
+from ._codec import encode_frame, run_engine
+from ._engine import EncodedBlocks
 from ._params import Params
 
-__all__ = ["FrameEncoder", "resolve_threads"]
+__all__ = ["MIN_SHARE", "FrameEncoder", "resolve_threads"]
+
+MIN_SHARE = 1 << 18
+"""Least input (256 KiB) worth sending to a worker."""
 
 
 def resolve_threads(threads: int) -> int:
@@ -36,60 +42,49 @@ def resolve_threads(threads: int) -> int:
     return threads
 
 
-def _encode(chunk: bytes, params: Params) -> tuple[bytes, int]:
-    return encode_frame(np.frombuffer(chunk, dtype=np.uint8), params)
+_pools: dict[int, ProcessPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _shared_pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per size for the life of the process: starting workers costs ~0.3 s."""
+    with _pools_lock:
+        pool = _pools.get(workers)
+        if pool is None:
+            context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+            pool = _pools[workers] = ProcessPoolExecutor(workers, mp_context=context)
+        return pool
+
+
+def _engine_job(data: bytes, bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
+    return run_engine(np.frombuffer(data, dtype=np.uint8), bounds, params)
 
 
 class FrameEncoder:
-    """Encodes frames in order, in this process or in a pool of worker processes."""
+    """Encodes frames one after another, each with up to ``threads`` processes."""
 
     def __init__(self, params: Params, threads: int) -> None:
         self._params = params
         self._workers = resolve_threads(threads)
-        self._pool: ProcessPoolExecutor | None = None
-        self._in_flight: deque[tuple[Future[tuple[bytes, int]], int]] = deque()
 
-    def _get_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-            self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
-        return self._pool
+    def encode(self, chunk: bytes | bytearray | memoryview) -> tuple[bytes, int]:
+        """The frame for *chunk* and the CRC-32 of *chunk*."""
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        if self._workers == 1 or len(data) < 2 * MIN_SHARE:
+            return encode_frame(data, self._params)
+        return encode_frame(data, self._params, self._run_parallel)
 
-    def submit(self, chunk: bytes | bytearray | memoryview) -> Iterator[tuple[bytes, int, int]]:
-        """Queue a frame's data; yields (frame, crc, length) of frames that are done, in order."""
-        if self._workers == 1:
-            arr = np.frombuffer(chunk, dtype=np.uint8)
-            frame, crc = encode_frame(arr, self._params)
-            yield frame, crc, len(arr)
-            return
-        data = bytes(chunk)
-        self._in_flight.append((self._get_pool().submit(_encode, data, self._params), len(data)))
-        while len(self._in_flight) > 2 * self._workers or (self._in_flight and self._in_flight[0][0].done()):
-            yield self._pop()
+    def _run_parallel(
+        self, data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params
+    ) -> EncodedBlocks:
+        groups = min(self._workers, len(data) // MIN_SHARE, len(bounds) - 1)
+        # cut at the block boundaries nearest to equal shares of bytes
+        targets = np.arange(1, groups) * (len(data) / groups)
+        cuts = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1])))
+        pool = _shared_pool(self._workers)
+        jobs = []
+        for a, b in itertools.pairwise(cuts):
+            lo, hi = int(bounds[a]), int(bounds[b])
+            jobs.append(pool.submit(_engine_job, data[lo:hi].tobytes(), bounds[a : b + 1] - lo, params))
+        return EncodedBlocks.concatenate([job.result() for job in jobs])
 
-    def _pop(self) -> tuple[bytes, int, int]:
-        future, length = self._in_flight.popleft()
-        frame, crc = future.result()
-        return frame, crc, length
-
-    def drain(self) -> Iterator[tuple[bytes, int, int]]:
-        """Yield every frame still in flight, in order."""
-        while self._in_flight:
-            yield self._pop()
-
-    def close(self) -> None:
-        for future, _ in self._in_flight:
-            future.cancel()
-        self._in_flight.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-    def encode_all(self, chunks: Iterable[bytes | bytearray | memoryview]) -> Iterator[tuple[bytes, int, int]]:
-        """All frames of *chunks*, in order."""
-        try:
-            for chunk in chunks:
-                yield from self.submit(chunk)
-            yield from self.drain()
-        finally:
-            self.close()

@@ -8,7 +8,7 @@ and ``lzma.LZMADecompressor``. The one-shot functions in ``_core`` use the same
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -143,8 +143,9 @@ class BytePairCompressor:
     """Compress data incrementally, as ``lzma.LZMACompressor`` does.
 
     Input is buffered until a frame's worth (4 MiB) is there; ``flush()`` ends
-    the stream. With ``threads`` other than 1, frames are encoded by that many
-    worker processes (0 = one per core). One object must not be used by several
+    the stream. With ``threads`` other than 1, the blocks of each frame are
+    encoded by that many worker processes (0 = one per core); the output is the
+    same. One object must not be used by several
     threads at once: a second concurrent call raises ``RuntimeError``.
     """
 
@@ -167,14 +168,12 @@ class BytePairCompressor:
         self._crc = 0
         self._busy = _Busy("BytePairCompressor")
 
-    def _collect(self, done: Iterable[tuple[bytes, int, int]]) -> list[bytes]:
-        frames = []
-        for frame, crc, length in done:
-            self._crc = crc32_combine(self._crc, crc, length)
-            self._total += length
-            self._n_frames += 1
-            frames.append(frame)
-        return frames
+    def _frame(self, chunk: bytes | bytearray | memoryview) -> bytes:
+        frame, crc = self._encoder.encode(chunk)
+        self._crc = crc32_combine(self._crc, crc, len(chunk))
+        self._total += len(chunk)
+        self._n_frames += 1
+        return frame
 
     def _header(self) -> bytes:
         if self._started:
@@ -194,12 +193,12 @@ class BytePairCompressor:
                 view = memoryview(b"")
             whole = len(self._pending) - len(self._pending) % FRAME_SIZE
             for lo in range(0, whole, FRAME_SIZE):
-                parts += self._collect(self._encoder.submit(self._pending[lo : lo + FRAME_SIZE]))
+                parts.append(self._frame(self._pending[lo : lo + FRAME_SIZE]))
             del self._pending[:whole]
             # a large input is encoded straight from the caller's buffer
             whole = len(view) - len(view) % FRAME_SIZE
             for lo in range(0, whole, FRAME_SIZE):
-                parts += self._collect(self._encoder.submit(view[lo : lo + FRAME_SIZE]))
+                parts.append(self._frame(view[lo : lo + FRAME_SIZE]))
             self._pending += view[whole:]
             return b"".join(parts)
 
@@ -210,13 +209,9 @@ class BytePairCompressor:
                 raise ValueError("repeated call to flush()")
             self._finished = True
             parts = [self._header()]
-            try:
-                if self._pending:
-                    parts += self._collect(self._encoder.submit(bytes(self._pending)))
-                    self._pending.clear()
-                parts += self._collect(self._encoder.drain())
-            finally:
-                self._encoder.close()
+            if self._pending:
+                parts.append(self._frame(bytes(self._pending)))
+                self._pending.clear()
             parts.append(pack_end(self._n_frames, self._total, self._crc))
             return b"".join(parts)
 
