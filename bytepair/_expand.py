@@ -141,9 +141,9 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
 
     # payload symbols -> nodes; each block must expand to exactly its declared length
     nb = len(t.orig_len)
-    block_of_sym = np.repeat(np.arange(nb, dtype=np.int64), t.payload_len)
-    sym_node = res.final[block_of_sym * 256 + t.payload]
-    sym_len = length[sym_node]
+    sym_key = np.repeat(np.arange(0, 256 * nb, 256, dtype=np.int64), t.payload_len)
+    sym_key += t.payload  # (block, byte value): what the byte means at the end of its block
+    sym_len = length[res.final][sym_key]
     ends = np.cumsum(sym_len)
     block_total = np.diff(ends[np.cumsum(t.payload_len) - 1], prepend=0) if nb else ends
     wrong = block_total != t.orig_len
@@ -178,17 +178,26 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
         dst_hi = offset[256 + nodes[-1]] + length[256 + nodes[-1]]
         buf[dst_lo:dst_hi] = buf[concat_ranges(offset[src], length[src])]
 
-    # expand the payloads, a group of whole blocks at a time
+    # expand the payloads: output byte k is buf[idx[k]], where idx steps by one
+    # inside an expansion and jumps between them (built by a cumulative sum)
     out = np.empty(int(t.orig_len.sum()), dtype=np.uint8)
-    sym_start = offset[sym_node]
-    n_syms = len(sym_node)
+    sym_start = offset[res.final][sym_key]
+    jump = sym_start[1:] - sym_start[:-1]
+    jump -= sym_len[:-1]
+    jump += 1
+    n_syms = len(sym_key)
+    idx_buf = np.empty(min(len(out), _GROUP_BYTES + int(length.max())), dtype=np.int64)
     done = 0
     first = 0
-    while first < n_syms:
-        last = int(np.searchsorted(ends, done + _GROUP_BYTES, side="right"))
-        last = max(last, first + 1)
+    while first < n_syms:  # ~256 KiB of output at a time, so the index fits in cache
+        last = max(int(np.searchsorted(ends, done + _GROUP_BYTES, side="right")), first + 1)
         stop = int(ends[last - 1])
-        out[done:stop] = buf[concat_ranges(sym_start[first:last], sym_len[first:last])]
+        idx = idx_buf[: stop - done]
+        idx.fill(1)
+        idx[0] = sym_start[first]
+        idx[ends[first : last - 1] - done] = jump[first : last - 1]
+        np.cumsum(idx, out=idx)
+        np.take(buf, idx, out=out[done:stop])
         done, first = stop, last
     return out
 
