@@ -167,16 +167,14 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     offset[256 + by_depth] = 256 + np.cumsum(lengths_sorted) - lengths_sorted
     buf = np.empty(256 + node_bytes, dtype=np.uint8)
     buf[:256] = np.arange(256, dtype=np.uint8)
+    # each code's bytes are its operands' bytes; with codes laid out by depth, one
+    # gather per depth level fills a level from the (finished) levels below it
+    src = np.stack((left_node[by_depth], right_node[by_depth]), axis=1).ravel()
+    src_idx = concat_ranges(offset[src], length[src])
     depth_sorted = depth[256 + by_depth]
-    level_edges = np.concatenate(([0], np.flatnonzero(np.diff(depth_sorted)) + 1, [len(depth_sorted)]))
-    for lo, hi in itertools.pairwise(level_edges):
-        if lo == hi:
-            continue
-        nodes = by_depth[lo:hi]
-        src = np.stack((left_node[nodes], right_node[nodes]), axis=1).ravel()
-        dst_lo = offset[256 + nodes[0]]
-        dst_hi = offset[256 + nodes[-1]] + length[256 + nodes[-1]]
-        buf[dst_lo:dst_hi] = buf[concat_ranges(offset[src], length[src])]
+    level_starts = offset[256 + by_depth[np.flatnonzero(np.diff(depth_sorted, prepend=-1))]]
+    for lo, hi in itertools.pairwise([*level_starts.tolist(), len(buf)]):
+        buf[lo:hi] = buf[src_idx[lo - 256 : hi - 256]]
 
     # expand the payloads: output byte k is buf[idx[k]], where idx steps by one
     # inside an expansion and jumps between them (built by a cumulative sum)
