@@ -1,0 +1,466 @@
+"""The ``bytepair`` command: gzip/zstd-style handling of files around the stream API.
+
+This module owns the command line only: parsing and checking options, deciding
+where each input goes, and reporting one line per failure. Streaming is in
+``_pipe``, safe output files in ``_atomic``, the progress line in ``_progress``
+and the header walk of ``-l`` in ``_listing``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import os
+import signal
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import BinaryIO, NoReturn
+
+from . import __version__
+from ._atomic import FdWriter, atomic_output
+from ._errors import BytePairError, CorruptDataError, TruncatedDataError
+from ._listing import Listing, list_streams
+from ._pipe import compress_file, decompress_file
+from ._progress import Progress
+from ._stream import BytePairCompressor
+
+__all__ = ["main"]
+
+PROG = "bytepair"
+DEFAULT_SUFFIX = ".bp"
+STDIO = "-"
+STDIN_LABEL = "(stdin)"
+STDOUT_LABEL = "(stdout)"
+
+EPILOG = f"""\
+examples:
+  {PROG} notes.txt                compress to notes.txt.bp (notes.txt is kept)
+  {PROG} -d notes.txt.bp          restore notes.txt
+  {PROG} -9 --rm *.log            best level; each input is removed once its .bp is on disk
+  tar cf - dir | {PROG} > dir.tar.bp
+  {PROG} -dc dir.tar.bp | tar xf -
+  {PROG} -l *.bp                  frames, blocks, sizes, ratio and CRC-32 of each file
+  {PROG} -t *.bp                  check files without writing anything
+  {PROG} -b -1 -9 file            benchmark levels 1 and 9 on file
+  {PROG} explain ...              see how data is compressed ('{PROG} explain -h')
+
+A file named 'explain' is compressed with '{PROG} -- explain' or '{PROG} ./explain'.
+Outputs keep the modification time and permission bits of their input; they are
+written to a hidden temporary file and renamed into place only when complete.
+Exit status: 0 success, 1 error (the other files are still processed),
+2 usage error, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
+"""
+
+
+class _Interrupted(BaseException):
+    """Raised by the SIGINT and SIGTERM handlers, so that cleanup runs as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Refused(Exception):
+    """A file this run will not touch, for a reason that fits on one line."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line: scripts read the last line, people the first."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def _threads(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid thread count {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"thread count must be 0 (all cores) or more, got {value}")
+    return value
+
+
+def _runs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of runs {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"number of runs must be at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        usage=f"{PROG} [OPTION]... [FILE]...\n       {PROG} explain [ARG]...",
+        description="Compress or decompress FILEs with byte pair encoding (Gage 1994). "
+        "FILE is compressed to FILE.bp, FILE.bp decompressed to FILE; "
+        "with no FILE, or when FILE is -, standard input goes to standard output.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("files", nargs="*", metavar="FILE", help=argparse.SUPPRESS)
+    op = parser.add_argument_group("operation")
+    op.add_argument("-z", "--compress", action="store_true", help="compress (the default)")
+    op.add_argument("-d", "--decompress", action="store_true", help="decompress")
+    op.add_argument("-t", "--test", action="store_true", help="decompress and verify, writing nothing")
+    op.add_argument(
+        "-l", "--list", action="store_true", help="show frames, blocks, sizes, ratio and CRC-32 without decoding"
+    )
+    op.add_argument("-b", "--bench", action="store_true", help="benchmark on FILEs (or built-in samples)")
+    out = parser.add_argument_group("output")
+    out.add_argument("-c", "--stdout", action="store_true", help="write to standard output, keep inputs")
+    out.add_argument("-o", dest="output", metavar="FILE", help="write to FILE (one input only)")
+    out.add_argument("-k", "--keep", action="store_true", help="keep input files (the default)")
+    out.add_argument(
+        "--rm", dest="remove", action="store_true", help="remove each input once its output is complete and on disk"
+    )
+    out.add_argument(
+        "-f", "--force", action="store_true", help="overwrite existing files; write compressed data to a terminal"
+    )
+    out.add_argument(
+        "-S", "--suffix", default=DEFAULT_SUFFIX, metavar="SUF", help=f"suffix of compressed files ({DEFAULT_SUFFIX})"
+    )
+    comp = parser.add_argument_group("compression")
+    for level in range(1, 10):
+        comp.add_argument(
+            f"-{level}",
+            dest="levels",
+            action="append_const",
+            const=level,
+            help="levels: -1 fastest ... -9 smallest (default 5)" if level == 1 else argparse.SUPPRESS,
+        )
+    comp.add_argument(
+        "-T",
+        "--threads",
+        type=_threads,
+        default=1,
+        metavar="N",
+        help="compress with N worker processes (0: one per core; default 1)",
+    )
+    comp.add_argument("--runs", type=_runs, default=5, metavar="N", help="with -b: runs per input and codec (5)")
+    msg = parser.add_argument_group("messages")
+    msg.add_argument("-v", "--verbose", action="count", default=0, help="say what was done to each file")
+    msg.add_argument("-q", "--quiet", action="count", default=0, help="no progress line")
+    msg.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
+    return parser
+
+
+def _mode(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> str:
+    """The one operation asked for; two of them is a usage error (``-d -t`` is a test)."""
+    asked = [
+        (flag, mode)
+        for flag, mode, on in (
+            ("-z", "compress", opts.compress),
+            ("-d", "decompress", opts.decompress and not opts.test),
+            ("-t", "test", opts.test),
+            ("-l", "list", opts.list),
+            ("-b", "bench", opts.bench),
+        )
+        if on
+    ]
+    if len(asked) > 1:
+        parser.error(f"{asked[0][0]} and {asked[1][0]} cannot be used together")
+    flag, mode = asked[0] if asked else ("-z", "compress")
+    if opts.stdout and opts.output is not None:
+        parser.error("-c and -o cannot be used together")
+    if opts.output is not None and len(opts.files) > 1:
+        parser.error(f"-o names one output, but {len(opts.files)} files were given")
+    if opts.keep and opts.remove:
+        parser.error("-k and --rm cannot be used together")
+    if opts.remove and (opts.stdout or opts.output == STDIO):
+        parser.error("--rm cannot be used with standard output (it cannot be synced to disk)")
+    if mode in ("test", "list", "bench"):
+        for name, on in (("-c", opts.stdout), ("-o", opts.output is not None), ("--rm", opts.remove)):
+            if on:
+                parser.error(f"{name} cannot be used with {flag}")
+    if not opts.suffix or os.sep in opts.suffix or (os.altsep and os.altsep in opts.suffix):
+        parser.error(f"invalid suffix {opts.suffix!r}")
+    return mode
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command with *argv* (default ``sys.argv[1:]``); returns the exit status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["explain"]:
+        return _explain(args[1:])
+    parser = build_parser()
+    opts = parser.parse_args(args)
+    mode = _mode(parser, opts)
+    with _signals():
+        try:
+            return _Run(opts, mode).run()
+        except _Interrupted as exc:
+            return 128 + exc.signum
+        except KeyboardInterrupt:
+            return 128 + signal.SIGINT
+
+
+def _explain(args: list[str]) -> int:
+    """``bytepair explain ...`` belongs to ``_explain``, imported only when asked for."""
+    from . import _explain
+
+    return _explain.main(args)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    # one interruption is enough: a second must not break the cleanup of the first
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise _Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """SIGINT and SIGTERM unwind (removing partial output); a file size limit is an
+    ``OSError`` instead of a kill; SIGPIPE ends a pipeline quietly, as for gzip."""
+    wanted: dict[int, Callable[[int, FrameType | None], None] | int] = {
+        signal.SIGINT: _on_signal,
+        signal.SIGTERM: _on_signal,
+    }
+    if hasattr(signal, "SIGXFSZ"):
+        wanted[signal.SIGXFSZ] = signal.SIG_IGN
+    if hasattr(signal, "SIGPIPE"):
+        wanted[signal.SIGPIPE] = signal.SIG_DFL
+    saved = {signum: signal.signal(signum, handler) for signum, handler in wanted.items()}
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def _label(name: str) -> str:
+    return STDIN_LABEL if name == STDIO else name
+
+
+@contextlib.contextmanager
+def _open_input(name: str) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
+    """The input and, for a named regular file, its status (size, mode, times)."""
+    if name == STDIO:
+        yield sys.stdin.buffer, None
+        return
+    with open(name, "rb") as f:
+        st = os.fstat(f.fileno())
+        yield f, st if stat.S_ISREG(st.st_mode) else None
+
+
+def _describe(exc: BaseException) -> str:
+    """The reason part of an error line."""
+    if isinstance(exc, _Refused):
+        return exc.reason
+    if isinstance(exc, FileExistsError):
+        return "already exists; use -f to overwrite"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    if isinstance(exc, TruncatedDataError):
+        return f"truncated data: {exc}"
+    if isinstance(exc, CorruptDataError):
+        return f"corrupt data: {exc}"
+    return str(exc)
+
+
+class _Run:
+    """One invocation: its options, and the files it goes through one after another."""
+
+    def __init__(self, opts: argparse.Namespace, mode: str) -> None:
+        self.opts = opts
+        self.mode = mode
+        self.inputs: list[str] = opts.files or [STDIO]
+        self.verbosity: int = opts.verbose - opts.quiet
+        umask = os.umask(0)
+        os.umask(umask)
+        self.new_file_mode = 0o666 & ~umask
+        self.status = 0
+        self.listed: list[Listing] = []
+
+    def run(self) -> int:
+        if self.mode == "bench":
+            return self._bench()
+        if not self._terminals_ok():
+            return 1
+        for name in self.inputs:
+            try:
+                if self.mode == "list":
+                    self._list_one(name)
+                else:
+                    self._process(name)
+            except (OSError, BytePairError, _Refused) as exc:
+                self._error(exc, name)
+        if self.mode == "list":
+            self._list_total()
+        return self.status
+
+    # -- messages --------------------------------------------------------
+
+    def _error(self, exc: BaseException, name: str) -> None:
+        if isinstance(exc, _Refused):
+            who = exc.name
+        elif isinstance(exc, OSError) and exc.filename is not None:
+            who = os.fsdecode(exc.filename)
+        else:
+            who = _label(name)
+        print(f"{PROG}: {who}: {_describe(exc)}", file=sys.stderr, flush=True)
+        self.status = 1
+
+    def _say(self, text: str) -> None:
+        if self.verbosity > 0:
+            print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+    def _progress(self, name: str, st: os.stat_result | None) -> Progress:
+        shown = self.verbosity >= 0 and sys.stderr.isatty()
+        return Progress(_label(name), st.st_size if st else None, sys.stderr if shown else None)
+
+    # -- checks before any work --------------------------------------------
+
+    def _to_stdout(self, name: str) -> bool:
+        return self.opts.stdout or self.opts.output == STDIO or (self.opts.output is None and name == STDIO)
+
+    def _terminals_ok(self) -> bool:
+        """Compressed data is never written to, nor read from, a terminal unless forced."""
+        if self.opts.force:
+            return True
+        if self.mode == "compress" and any(self._to_stdout(n) for n in self.inputs) and os.isatty(1):
+            reason = "refusing to write compressed data to a terminal; use -f to force"
+        elif self.mode != "compress" and STDIO in self.inputs and os.isatty(0):
+            reason = "refusing to read compressed data from a terminal; use -f to force"
+        else:
+            return True
+        print(f"{PROG}: {reason}", file=sys.stderr)
+        self.status = 1
+        return False
+
+    def _destination(self, name: str) -> str | None:
+        """Where the output of *name* goes; ``None`` for standard output."""
+        if self._to_stdout(name):
+            return None
+        if self.opts.output is not None:
+            return str(self.opts.output)
+        suffix: str = self.opts.suffix
+        if self.mode == "compress":
+            return name + suffix
+        if name.endswith(suffix) and len(os.path.basename(name)) > len(suffix):
+            return name[: -len(suffix)]
+        raise _Refused(name, f"unknown suffix, expected {suffix} (use -o or -c to name the output)")
+
+    # -- compress, decompress, test ------------------------------------------
+
+    def _convert(self, src: BinaryIO, write: Callable[[bytes], object], meter: Progress) -> tuple[int, int]:
+        """Run the stream through; returns (original, compressed) sizes."""
+        if self.mode == "compress":
+            level = self.opts.levels[-1] if self.opts.levels else None
+            compressor = BytePairCompressor(level, threads=self.opts.threads)
+            return compress_file(src, write, compressor, meter.update)
+        compressed, original = decompress_file(src, write, meter.update)
+        return original, compressed
+
+    def _process(self, name: str) -> None:
+        with _open_input(name) as (src, st):
+            if self.mode == "test":
+                sizes = self._through(name, src, st, lambda data: None)
+                self._say(f"{_label(name)}: OK ({sizes[0]} bytes)")
+                return
+            dest = self._destination(name)
+            if dest is None:
+                out = FdWriter(sys.stdout.fileno(), STDOUT_LABEL)
+                sizes = self._through(name, src, st, out.write)
+            else:
+                sizes = self._to_file(name, src, st, dest)
+        self._report(name, dest, *sizes)
+        if self.opts.remove and name != STDIO:
+            os.unlink(name)
+
+    def _through(
+        self, name: str, src: BinaryIO, st: os.stat_result | None, write: Callable[[bytes], object]
+    ) -> tuple[int, int]:
+        meter = self._progress(name, st)
+        try:
+            return self._convert(src, write, meter)
+        finally:
+            meter.close()
+
+    def _to_file(self, name: str, src: BinaryIO, st: os.stat_result | None, dest: str) -> tuple[int, int]:
+        try:
+            dest_st: os.stat_result | None = os.stat(dest)
+        except FileNotFoundError:
+            dest_st = None
+        if dest_st is not None and stat.S_ISDIR(dest_st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), dest)
+        if dest_st is not None and st is not None and os.path.samestat(st, dest_st):
+            raise _Refused(name, f"input and output are the same file ({dest})")
+        if dest_st is not None and not stat.S_ISREG(dest_st.st_mode):
+            # a device or a pipe (-o /dev/null): written in place, it is not ours to replace
+            if self.opts.remove:
+                raise _Refused(name, f"not removed: the output {dest} is not a regular file")
+            with open(dest, "wb", buffering=0) as f:
+                return self._through(name, src, st, FdWriter(f.fileno(), dest).write)
+        if os.path.lexists(dest) and not self.opts.force:
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), dest)
+        if st is not None:
+            mode, times = stat.S_IMODE(st.st_mode) & 0o777, (st.st_atime_ns, st.st_mtime_ns)
+        else:
+            mode, times = self.new_file_mode, None
+        with atomic_output(dest, overwrite=self.opts.force, mode=mode, times_ns=times) as out:
+            return self._through(name, src, st, out.write)
+
+    def _report(self, name: str, dest: str | None, original: int, compressed: int) -> None:
+        ratio = compressed / original if original else 0.0
+        where = STDOUT_LABEL if dest is None else dest
+        self._say(f"{_label(name)}: {original} -> {compressed} bytes (ratio {ratio:.3f}), {where}")
+
+    # -- list ------------------------------------------------------------
+
+    def _list_one(self, name: str) -> None:
+        with _open_input(name) as (src, _):
+            listing = list_streams(src)
+        if not self.listed:
+            print(f"{'Frames':>6}  {'Blocks':>7}  {'Compressed':>12}  {'Original':>12}  {'Ratio':>7}  CRC-32    File")
+        self.listed.append(listing)
+        self._list_row(listing, f"{listing.crc32:08x}", _label(name))
+
+    def _list_total(self) -> None:
+        listed = self.listed
+        if len(self.inputs) > 1 and listed:
+            total = Listing(
+                frames=sum(x.frames for x in listed),
+                blocks=sum(x.blocks for x in listed),
+                compressed_size=sum(x.compressed_size for x in listed),
+                original_size=sum(x.original_size for x in listed),
+                crc32=0,
+            )
+            self._list_row(total, "-" * 8, f"total ({len(listed)} file{'s' if len(listed) > 1 else ''})")
+
+    @staticmethod
+    def _list_row(x: Listing, crc: str, name: str) -> None:
+        sizes = f"{x.compressed_size:>12}  {x.original_size:>12}"
+        print(f"{x.frames:>6}  {x.blocks:>7}  {sizes}  {x.ratio:>7.3f}  {crc}  {name}")
+
+    # -- bench -------------------------------------------------------------
+
+    def _bench(self) -> int:
+        """``-b`` belongs to ``_bench`` (imported only when asked for); failures become one line here."""
+        from . import _bench
+
+        levels = sorted(set(self.opts.levels)) if self.opts.levels else None
+        try:
+            return _bench.bench_command(list(self.opts.files), levels=levels, runs=self.opts.runs, out=sys.stdout)
+        except OSError as exc:
+            if exc.filename is None:  # its own message, e.g. "no such file or folder: X"
+                print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
+                return 1
+            self._error(exc, "")
+        except (ValueError, _bench.RoundTripError) as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
+            return 1
+        return self.status
