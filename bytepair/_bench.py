@@ -11,6 +11,7 @@ from __future__ import annotations
 import bz2
 import dataclasses
 import datetime
+import errno
 import functools
 import gc
 import lzma
@@ -281,7 +282,7 @@ def collect_inputs(paths: Sequence[str]) -> list[tuple[str, bytes]]:
         elif path.exists():
             raise ValueError(f"not a regular file or folder: {given}")
         else:
-            raise FileNotFoundError(f"no such file or folder: {given}")
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), given)
     seen: set[Path] = set()
     unique: list[tuple[str, Path]] = []
     for shown, path in found:

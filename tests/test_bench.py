@@ -198,7 +198,7 @@ def test_collect_inputs_files_in_order_once_and_clashes_by_path(tmp_path: Path) 
 
 def test_collect_inputs_missing_path_is_a_clear_error(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-file")
-    with pytest.raises(FileNotFoundError, match=r"no such file or folder: .*no-such-file"):
+    with pytest.raises(FileNotFoundError, match=r"No such file or directory: .*no-such-file"):
         _bench.collect_inputs([missing])
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no regular files"):
