@@ -15,7 +15,7 @@ import numpy.typing as npt
 from ._blocks import split_blocks
 from ._engine import EncodedBlocks, encode_blocks
 from ._errors import CorruptDataError
-from ._expand import NODE_BUDGET, expand
+from ._expand import NODE_BUDGET, NODE_SLACK, expand
 from ._format import FrameHeader, pack_code_sets, pack_frame, unpack_frame_body
 from ._params import MAX_BLOCK_SIZE, Params
 from ._tables import PairTables
@@ -41,7 +41,7 @@ def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks) -> npt.N
     stored = block_costs(enc) >= orig_len
     block_of_merge = np.repeat(np.arange(len(orig_len)), enc.n_merges)
     node_bytes = np.bincount(block_of_merge, weights=enc.expansion, minlength=len(orig_len)).astype(np.int64)
-    budget = NODE_BUDGET * int(orig_len.sum()) + 65536
+    budget = NODE_BUDGET * int(orig_len.sum()) + NODE_SLACK
     if int(node_bytes[~stored].sum()) > budget:
         for b in np.argsort(-node_bytes, kind="stable"):
             stored[b] = True

@@ -320,6 +320,10 @@ class _Batch:
 
         # 1. the most frequent pair of every active block (lowest left, then right, on ties)
         row_best = rows[active]
+        if self.max_depth is not None:
+            # D(pair) = max(2, 1 + D(left), D(right)) and no symbol exceeds max_depth, so a
+            # pair is too deep exactly when its left symbol is at the limit: skip those rows
+            row_best = np.where(self.depth[active] >= self.max_depth, 0, row_best)
         left = row_best.argmax(axis=1)
         count = row_best[np.arange(len(active)), left].astype(np.int64)
         right = table[active, left].argmax(axis=1)

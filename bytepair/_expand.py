@@ -24,7 +24,10 @@ __all__ = ["NODE_BUDGET", "expand", "expand_reference"]
 
 NODE_BUDGET = 4
 """The expansions of all codes of a run of blocks may hold at most this many times
-its original size (plus 64 KiB); the encoder never writes more (docs/FORMAT.md)."""
+its original size (plus ``NODE_SLACK``); the encoder never writes more (docs/FORMAT.md)."""
+
+NODE_SLACK = 65536
+"""... plus this many bytes, so that small blocks with long codes stay within budget."""
 
 _GROUP_BYTES = 1 << 18  # payload expansion works on ~256 KiB of output at a time
 
@@ -154,7 +157,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
         )
 
     # lay out every code's expansion, depth level by depth level
-    budget = NODE_BUDGET * int(t.orig_len.sum()) + 65536
+    budget = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
     node_bytes = int(length[256:].sum())
     if node_bytes > budget:
         raise CorruptDataError(
