@@ -22,8 +22,9 @@ from typing import BinaryIO, NoReturn
 from . import __version__
 from ._atomic import FdWriter, atomic_output
 from ._errors import BytePairError, CorruptDataError, TruncatedDataError
+from ._format import MAGIC
 from ._listing import Listing, list_streams
-from ._pipe import compress_file, decompress_file
+from ._pipe import compress_file, decompress_file, gage_compress_file, gage_decompress_file
 from ._progress import Progress
 from ._stream import BytePairCompressor
 
@@ -31,6 +32,7 @@ __all__ = ["main"]
 
 PROG = "bytepair"
 DEFAULT_SUFFIX = ".bp"
+GAGE_SUFFIX = ".bpe"
 STDIO = "-"
 STDIN_LABEL = "(stdin)"
 STDOUT_LABEL = "(stdout)"
@@ -130,7 +132,16 @@ def build_parser() -> argparse.ArgumentParser:
         "-f", "--force", action="store_true", help="overwrite existing files; write compressed data to a terminal"
     )
     out.add_argument(
-        "-S", "--suffix", default=DEFAULT_SUFFIX, metavar="SUF", help=f"suffix of compressed files ({DEFAULT_SUFFIX})"
+        "-S",
+        "--suffix",
+        metavar="SUF",
+        help=f"suffix of compressed files ({DEFAULT_SUFFIX}; {GAGE_SUFFIX} with --format gage)",
+    )
+    out.add_argument(
+        "--format",
+        choices=("bytepair", "gage"),
+        help="file format: bytepair's own (the default) or Gage's 1994 format; decompressing, a "
+        f"{GAGE_SUFFIX} file is read as Gage's and a file with bytepair's magic number as bytepair's",
     )
     comp = parser.add_argument_group("compression")
     for level in range(1, 10):
@@ -185,8 +196,12 @@ def _mode(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> str:
         for name, on in (("-c", opts.stdout), ("-o", opts.output is not None), ("--rm", opts.remove)):
             if on:
                 parser.error(f"{name} cannot be used with {flag}")
+    if opts.suffix is None:
+        opts.suffix = GAGE_SUFFIX if opts.format == "gage" else DEFAULT_SUFFIX
     if not opts.suffix or os.sep in opts.suffix or (os.altsep and os.altsep in opts.suffix):
         parser.error(f"invalid suffix {opts.suffix!r}")
+    if opts.format == "gage" and mode in ("list", "bench"):
+        parser.error(f"--format gage cannot be used with {flag}")
     return mode
 
 
@@ -284,6 +299,7 @@ class _Run:
         self.new_file_mode = 0o666 & ~umask
         self.status = 0
         self.listed: list[Listing] = []
+        self.gage = False
 
     def run(self) -> int:
         if self.mode == "bench":
@@ -350,14 +366,29 @@ class _Run:
         suffix: str = self.opts.suffix
         if self.mode == "compress":
             return name + suffix
-        if name.endswith(suffix) and len(os.path.basename(name)) > len(suffix):
-            return name[: -len(suffix)]
+        for known in (suffix, GAGE_SUFFIX) if self.opts.format is None else (suffix,):
+            if name.endswith(known) and len(os.path.basename(name)) > len(known):
+                return name[: -len(known)]
         raise _Refused(name, f"unknown suffix, expected {suffix} (use -o or -c to name the output)")
+
+    def _is_gage(self, name: str, src: BinaryIO) -> bool:
+        """Gage's format if asked for, or (decompressing) a .bpe file without bytepair's magic number."""
+        if self.opts.format is not None or self.mode == "compress":
+            return bool(self.opts.format == "gage")
+        if not name.endswith(GAGE_SUFFIX):
+            return False
+        head = src.peek(len(MAGIC))[: len(MAGIC)] if hasattr(src, "peek") else b""
+        return head != MAGIC
 
     # -- compress, decompress, test ------------------------------------------
 
     def _convert(self, src: BinaryIO, write: Callable[[bytes], object], meter: Progress) -> tuple[int, int]:
         """Run the stream through; returns (original, compressed) sizes."""
+        if self.gage:
+            if self.mode == "compress":
+                return gage_compress_file(src, write, meter.update)
+            compressed, original = gage_decompress_file(src, write, meter.update)
+            return original, compressed
         if self.mode == "compress":
             level = self.opts.levels[-1] if self.opts.levels else None
             compressor = BytePairCompressor(level, threads=self.opts.threads)
@@ -367,6 +398,7 @@ class _Run:
 
     def _process(self, name: str) -> None:
         with _open_input(name) as (src, st):
+            self.gage = self._is_gage(name, src)
             if self.mode == "test":
                 sizes = self._through(name, src, st, lambda data: None)
                 self._say(f"{_label(name)}: OK ({sizes[0]} bytes)")

@@ -17,7 +17,7 @@ from ._errors import BytePairError, CorruptDataError, TruncatedDataError, Unsupp
 from ._format import FRAME_HEADER_SIZE, KIND_FRAME, MAGIC, STREAM_HEADER_SIZE, unpack_frame_header
 from ._stream import BytePairCompressor, BytePairDecompressor
 
-__all__ = ["FEED_SIZE", "READ_SIZE", "compress_file", "decompress_file"]
+__all__ = ["FEED_SIZE", "READ_SIZE", "compress_file", "decompress_file", "gage_compress_file", "gage_decompress_file"]
 
 READ_SIZE = 1 << 20
 FEED_SIZE = 1 << 12
@@ -129,3 +129,39 @@ def decompress_file(src: BinaryIO, write: Write, progress: OnProgress) -> tuple[
         progress(read, streams.written, read)
     streams.finish()
     return read, streams.written
+
+
+def gage_compress_file(src: BinaryIO, write: Write, progress: OnProgress) -> tuple[int, int]:
+    """Compress *src* to Gage's format, 4 MiB at a time (his blocks are independent,
+    so the pieces concatenate into one valid file); returns (original, compressed)."""
+    from . import gage
+
+    read = written = 0
+    while True:
+        chunk = src.read(4 * READ_SIZE)
+        if not chunk and read:
+            break
+        out = gage.compress(chunk)
+        write(out)
+        read += len(chunk)
+        written += len(out)
+        progress(read, read, written)
+        if not chunk:
+            break
+    return read, written
+
+
+def gage_decompress_file(src: BinaryIO, write: Write, progress: OnProgress) -> tuple[int, int]:
+    """Decompress a Gage-format file; returns (compressed, original) sizes.
+
+    His format has no frames or lengths to resynchronise on, so the whole file is
+    read first (memory grows with the file, unlike bytepair's own format).
+    """
+    from . import gage
+
+    data = src.read()
+    out = gage.decompress(data)
+    for lo in range(0, len(out), READ_SIZE):
+        write(out[lo : lo + READ_SIZE])
+    progress(len(data), len(out), len(data))
+    return len(data), len(out)
