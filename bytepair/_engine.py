@@ -23,13 +23,13 @@ Data structures (see README, "How the engine works"):
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ._buffers import Buffers, per_thread
 from ._tables import concat_ranges
 
 __all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "encode_blocks"]
@@ -99,48 +99,15 @@ class StepRecord:
 StepObserver = Callable[[StepRecord], None]
 
 
-class _Workspace:
+class _Workspace(Buffers):
     """Big tables allocated once per thread and reused: fresh pages cost faults."""
 
     def __init__(self) -> None:
+        super().__init__()
         rows = MAX_BATCH_BLOCKS * 256 + 1  # the last row is the trash row
         self.counts = np.zeros(rows * 256, dtype=np.uint16)
         self.rowmax = np.zeros(rows, dtype=np.uint16)
         self.rowmark = np.zeros(rows, dtype=np.bool_)
-        self._buffers: dict[str, npt.NDArray[Any]] = {}
-        self._iota = np.zeros(0, dtype=np.int64)
-
-    def buffer(self, name: str, size: int, dtype: type[np.generic]) -> npt.NDArray[Any]:
-        """A reusable array of at least *size* elements (its contents are garbage)."""
-        buf = self._buffers.get(name)
-        if buf is None or len(buf) < size:
-            buf = self._buffers[name] = np.empty(max(size, 2 * len(buf) if buf is not None else size), dtype=dtype)
-        return buf[:size]
-
-    def iota(self, size: int) -> npt.NDArray[np.int64]:
-        """``arange(size)``, kept between batches."""
-        if len(self._iota) < size:
-            self._iota = np.arange(max(size, 2 * len(self._iota)), dtype=np.int64)
-        return self._iota[:size]
-
-    def grow(self, name: str, used: int, size: int) -> npt.NDArray[Any]:
-        """The buffer *name* with room for *size* elements, keeping its first *used* ones."""
-        buf = self._buffers[name]
-        if len(buf) < size:
-            bigger = np.empty(max(size, 2 * len(buf)), dtype=buf.dtype)
-            bigger[:used] = buf[:used]
-            buf = self._buffers[name] = bigger
-        return buf
-
-
-_local = threading.local()
-
-
-def _workspace() -> _Workspace:
-    ws: _Workspace | None = getattr(_local, "ws", None)
-    if ws is None:
-        ws = _local.ws = _Workspace()
-    return ws
 
 
 def encode_blocks(
@@ -198,7 +165,7 @@ class _Batch:
         max_depth: int | None,
         block_offset: int,
     ) -> None:
-        self.ws = _workspace()
+        self.ws = per_thread(_Workspace)
         self.threshold = threshold
         self.recycle = recycle
         self.max_depth = max_depth

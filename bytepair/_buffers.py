@@ -1,0 +1,61 @@
+"""Reusable scratch arrays, one set per thread.
+
+Fresh large arrays cost page faults on every call (several milliseconds per
+megabyte-sized temporary on these machines), so the engine and the decoder
+keep their big scratch arrays between calls and write into them with ``out=``.
+Nothing handed to a caller ever lives in these buffers.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Buffers", "per_thread"]
+
+
+class Buffers:
+    """Named arrays that only grow; their contents are garbage until written."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, npt.NDArray[Any]] = {}
+        self._iota = np.zeros(0, dtype=np.int64)
+
+    def buffer(self, name: str, size: int, dtype: type[np.generic]) -> npt.NDArray[Any]:
+        """A reusable array of *size* elements."""
+        buf = self._buffers.get(name)
+        if buf is None or len(buf) < size or buf.dtype != dtype:
+            grown = max(size, 2 * len(buf)) if buf is not None and buf.dtype == dtype else size
+            buf = self._buffers[name] = np.empty(grown, dtype=dtype)
+        return buf[:size]
+
+    def grow(self, name: str, used: int, size: int) -> npt.NDArray[Any]:
+        """The buffer *name* with room for *size* elements, keeping its first *used* ones."""
+        buf = self._buffers[name]
+        if len(buf) < size:
+            bigger = np.empty(max(size, 2 * len(buf)), dtype=buf.dtype)
+            bigger[:used] = buf[:used]
+            buf = self._buffers[name] = bigger
+        return buf
+
+    def iota(self, size: int) -> npt.NDArray[np.int64]:
+        """``arange(size)``, kept between calls."""
+        if len(self._iota) < size:
+            self._iota = np.arange(max(size, 2 * len(self._iota)), dtype=np.int64)
+        return self._iota[:size]
+
+
+B = TypeVar("B", bound=Buffers)
+_local = threading.local()
+
+
+def per_thread(kind: type[B]) -> B:
+    """This thread's instance of *kind*, made on first use."""
+    found: B | None = getattr(_local, kind.__name__, None)
+    if found is None:
+        found = kind()
+        setattr(_local, kind.__name__, found)
+    return found
