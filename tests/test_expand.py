@@ -108,3 +108,38 @@ def test_error_names_the_block() -> None:
     bad = dataclasses.replace(good, orig_len=good.orig_len + np.array([0, 1]), first_block=7)
     with pytest.raises(CorruptDataError, match="block 8"):
         expand(bad)
+
+
+def frames_of(blob: bytes) -> list[PairTables]:
+    """The pair tables of every frame of a one-stream blob."""
+    from bytepair._format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_body, unpack_frame_header
+
+    tables = []
+    pos = STREAM_HEADER_SIZE
+    while blob[pos] == ord("F"):
+        header = unpack_frame_header(blob, pos, len(tables))
+        body = blob[pos + FRAME_HEADER_SIZE : pos + FRAME_HEADER_SIZE + header.body_size]
+        tables.append(unpack_frame_body(header, body, len(tables), 0))
+        pos += FRAME_HEADER_SIZE + header.body_size
+    return tables
+
+
+def test_reference_decoder_agrees_on_golden_files() -> None:
+    from tests.golden import CASES, GOLDEN
+
+    for name in CASES:
+        blob = (GOLDEN / f"{name}.bp").read_bytes()
+        decoded = b"".join(both(t) for t in frames_of(blob))
+        assert decoded == (GOLDEN / f"{name}.bin").read_bytes(), name
+
+
+@pytest.mark.slow
+def test_reference_decoder_agrees_on_corpus_files() -> None:
+    import bytepair
+    from tests.helpers import corpus_files
+
+    for path in corpus_files("calgary"):
+        if path.stat().st_size > 60_000:  # the reference decoder is pure Python
+            continue
+        data = path.read_bytes()
+        assert b"".join(both(t) for t in frames_of(bytepair.compress(data))) == data, path.name
