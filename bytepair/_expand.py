@@ -17,6 +17,7 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
+from ._buffers import Buffers, per_thread
 from ._errors import CorruptDataError
 from ._tables import PairTables, concat_ranges
 
@@ -123,6 +124,10 @@ def _node_lengths(
     return length, depth
 
 
+class _Scratch(Buffers):
+    """The decoder's per-thread scratch arrays."""
+
+
 def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     """Decode a run of blocks with a fixed number of numpy calls per rank and depth level."""
     if np.any(t.payload_len < 1) or np.any(t.payload_len > t.orig_len):
@@ -187,7 +192,8 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     jump -= sym_len[:-1]
     jump += 1
     n_syms = len(sym_key)
-    idx_buf = np.empty(min(len(out), _GROUP_BYTES + int(length.max())), dtype=np.int64)
+    # the index buffer is kept between calls: a fresh one costs a page fault per 4 KiB
+    idx_buf = per_thread(_Scratch).buffer("idx", min(len(out), _GROUP_BYTES + int(length.max())), np.int64)
     done = 0
     first = 0
     while first < n_syms:  # ~256 KiB of output at a time, so the index fits in cache
