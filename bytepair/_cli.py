@@ -81,24 +81,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
-def _threads(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid thread count {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"thread count must be 0 (all cores) or more, got {value}")
-    return value
+def _counter(what: str, least: int, meaning: str = "") -> Callable[[str], int]:
+    """An argparse type for a whole number of *what*, at least *least*."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{what} must be {least}{meaning} or more, got {value}")
+        return value
+
+    return parse
 
 
-def _runs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number of runs {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"number of runs must be at least 1, got {value}")
-    return value
+_threads = _counter("thread count", 0, " (all cores)")
+_runs = _counter("number of runs", 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
