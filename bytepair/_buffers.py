@@ -22,7 +22,6 @@ class Buffers:
 
     def __init__(self) -> None:
         self._buffers: dict[str, npt.NDArray[Any]] = {}
-        self._iota = np.zeros(0, dtype=np.int64)
 
     def buffer(self, name: str, size: int, dtype: type[np.generic]) -> npt.NDArray[Any]:
         """A reusable array of *size* elements."""
@@ -40,12 +39,6 @@ class Buffers:
             bigger[:used] = buf[:used]
             buf = self._buffers[name] = bigger
         return buf
-
-    def iota(self, size: int) -> npt.NDArray[np.int64]:
-        """``arange(size)``, kept between calls."""
-        if len(self._iota) < size:
-            self._iota = np.arange(max(size, 2 * len(self._iota)), dtype=np.int64)
-        return self._iota[:size]
 
 
 B = TypeVar("B", bound=Buffers)
