@@ -19,6 +19,7 @@ from ._errors import (
     TruncatedDataError,
     UnsupportedFormatError,
 )
+from ._file import BytePairFile, decompress_range, open
 from ._params import DEFAULT_LEVEL, LEVELS, MAX_BLOCK_SIZE, Params
 from ._stream import BytePairCompressor, BytePairDecompressor
 
@@ -44,6 +45,7 @@ __all__ = [
     "BytePairCompressor",
     "BytePairDecompressor",
     "BytePairError",
+    "BytePairFile",
     "CorruptDataError",
     "OutputLimitError",
     "Params",
@@ -51,5 +53,7 @@ __all__ = [
     "UnsupportedFormatError",
     "compress",
     "decompress",
+    "decompress_range",
     "explain",
+    "open",
 ]
