@@ -22,7 +22,7 @@ from ._tables import PairTables
 
 __all__ = ["FRAME_SIZE", "block_costs", "decode_frame", "encode_frame"]
 
-FRAME_SIZE = 1 << 22
+FRAME_SIZE = 1 << 21
 """Original bytes per frame. Large enough that the decoder's fixed cost per frame
 (a few ms) is small against its work, small enough for bounded memory and
 random access."""

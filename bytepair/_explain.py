@@ -87,7 +87,7 @@ class Merge:
 class Explanation:
     """Everything the compressor does to one block.
 
-    ``block`` counts blocks as the compressor cuts them (frames of 4 MiB, each
+    ``block`` counts blocks as the compressor cuts them (frames of 2 MiB, each
     cut by ``split_blocks``); the container may later join adjacent blocks it
     stores as they are. ``payload`` is the engine's encoded sequence even when
     ``stored`` is true: then the container keeps ``original`` instead, because

@@ -401,7 +401,7 @@ class BytePairFile(io.BufferedIOBase):
 
     Reading returns the concatenated contents of every stream in the file; any
     bytes after the last stream that are not a stream raise ``CorruptDataError``.
-    At most one frame (4 MiB as bytepair writes them) is held decoded.
+    At most one frame (2 MiB as bytepair writes them) is held decoded.
 
     Seeking is random access on a seekable file: the frame map is read from
     headers only, as far as needed, and only the frame holding the bytes read

@@ -2,7 +2,7 @@
 
 Neither direction ever holds a whole file: input is read in 1 MiB chunks, and
 the decompressor is fed 4 KiB slices because it decodes every frame its input
-completes at once, and a highly compressible frame of 4 MiB can be a few
+completes at once, and a highly compressible frame of 2 MiB can be a few
 kilobytes (a 1 MiB feed could mean a gigabyte of output in memory). Smaller
 feeds cost nothing measurable. This is also where concatenated streams are
 followed, as gzip follows members.

@@ -142,7 +142,7 @@ _NOTHING = np.zeros(0, dtype=np.uint8)
 class BytePairCompressor:
     """Compress data incrementally, as ``lzma.LZMACompressor`` does.
 
-    Input is buffered until a frame's worth (4 MiB) is there; ``flush()`` ends
+    Input is buffered until a frame's worth (2 MiB) is there; ``flush()`` ends
     the stream. With ``threads`` other than 1, the blocks of each frame are
     encoded by that many worker processes (0 = one per core); the output is the
     same. One object must not be used by several
@@ -219,7 +219,7 @@ class BytePairCompressor:
 class BytePairDecompressor:
     """Decompress one stream incrementally, as ``lzma.LZMADecompressor`` does.
 
-    Memory is bounded by one frame (at most 64 MiB of output, 4 MiB as written
+    Memory is bounded by one frame (at most 64 MiB of output, 2 MiB as written
     by bytepair) plus output not yet returned because of ``max_length``. One
     object must not be used by several threads at once: a second concurrent call
     raises ``RuntimeError``.
