@@ -52,40 +52,52 @@ class _Resolved:
         defined = (self.block_of_merge * 256 + t.code) * span + self.rank
         self.order = np.argsort(defined, kind="stable")
         self.sorted_keys = defined[self.order]
-        # what each byte value means at the end of its block: its latest merge, else itself
-        self.final = np.tile(np.arange(256, dtype=np.int64), nb)
-        if m_total:
-            slot = self.sorted_keys // span
-            latest = np.flatnonzero(np.diff(slot, append=-1))
-            self.final[slot[latest]] = 256 + self.order[latest]
+        # what each byte value means at the end of its block (its latest merge, else
+        # itself) as a table of 256 entries per block, unless blocks are so small and
+        # so many that the table would outweigh the data (then a search per byte)
+        self.final: npt.NDArray[np.int64] | None = None
+        if nb * 256 <= 4 * (len(t.payload) + m_total) + 65536:
+            self.final = np.tile(np.arange(256, dtype=np.int64), nb)
+            if m_total:
+                slot = self.sorted_keys // span
+                latest = np.flatnonzero(np.diff(slot, append=-1))
+                self.final[slot[latest]] = 256 + self.order[latest]
 
-    def resolve(
-        self, blocks: npt.NDArray[np.int64], values: npt.NDArray[np.int64], before_rank: npt.NDArray[np.int64] | int
-    ) -> npt.NDArray[np.int64]:
-        """Node id of byte *values* in *blocks* as defined before *before_rank*."""
+    def resolve(self, slots: npt.NDArray[np.int64], before_rank: npt.NDArray[np.int64] | int) -> npt.NDArray[np.int64]:
+        """Node id of each ``block * 256 + byte value`` in *slots* as defined before *before_rank*."""
+        values = slots & 255
         if not len(self.sorted_keys):
             return values
-        key = (blocks * 256 + values) * self.span + before_rank
-        at = np.searchsorted(self.sorted_keys, key, side="left") - 1
+        at = np.searchsorted(self.sorted_keys, slots * self.span + before_rank, side="left") - 1
         at_ok = np.maximum(at, 0)
-        found = (at >= 0) & (self.sorted_keys[at_ok] // self.span == blocks * 256 + values)
+        found = (at >= 0) & (self.sorted_keys[at_ok] // self.span == slots)
         return np.where(found, 256 + self.order[at_ok], values)
+
+    def final_lookup(self, table: npt.NDArray[np.int64], slots: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``table[node]`` for the final meaning of each slot."""
+        if self.final is not None:
+            return table[self.final][slots]
+        return table[self.resolve(slots, self.span)]
 
 
 def _check_forward_refs(t: PairTables, res: _Resolved) -> None:
     """A fresh code may be an operand only after its own merge (rules out cycles)."""
-    nb = len(t.orig_len)
     if not len(t.code):
         return
     is_fresh = res.rank < t.n_fresh[res.block_of_merge]
     fresh_slot = res.block_of_merge[is_fresh] * 256 + t.code[is_fresh]
-    if len(fresh_slot) and np.bincount(fresh_slot).max() > 1:
+    order = np.argsort(fresh_slot, kind="stable")
+    fresh_slot = fresh_slot[order]
+    fresh_rank = res.rank[is_fresh][order]
+    if not len(fresh_slot):
+        return
+    if (fresh_slot[1:] == fresh_slot[:-1]).any():
         raise CorruptDataError("pair table lists a fresh code twice")
-    fresh_rank = np.full(nb * 256, -1, dtype=np.int64)
-    fresh_rank[fresh_slot] = res.rank[is_fresh]
     slot_base = res.block_of_merge * 256
     for side in (t.left, t.right):
-        bad = fresh_rank[slot_base + side] >= res.rank
+        slots = slot_base + side
+        at = np.minimum(np.searchsorted(fresh_slot, slots), len(fresh_slot) - 1)
+        bad = (fresh_slot[at] == slots) & (fresh_rank[at] >= res.rank)
         if bad.any():
             m = int(np.argmax(bad))
             raise CorruptDataError(
@@ -142,16 +154,16 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
         return t.payload.copy()
     res = _Resolved(t)
     _check_forward_refs(t, res)
-    bm = res.block_of_merge
-    left_node = res.resolve(bm, t.left.astype(np.int64), res.rank)
-    right_node = res.resolve(bm, t.right.astype(np.int64), res.rank)
+    slot_base = res.block_of_merge * 256
+    left_node = res.resolve(slot_base + t.left, res.rank)
+    right_node = res.resolve(slot_base + t.right, res.rank)
     length, depth = _node_lengths(t, res, left_node, right_node)
 
     # payload symbols -> nodes; each block must expand to exactly its declared length
     nb = len(t.orig_len)
     sym_key = np.repeat(np.arange(0, 256 * nb, 256, dtype=np.int64), t.payload_len)
     sym_key += t.payload  # (block, byte value): what the byte means at the end of its block
-    sym_len = length[res.final][sym_key]
+    sym_len = res.final_lookup(length, sym_key)
     ends = np.cumsum(sym_len)
     block_total = np.diff(ends[np.cumsum(t.payload_len) - 1], prepend=0) if nb else ends
     wrong = block_total != t.orig_len
@@ -187,7 +199,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     # expand the payloads: output byte k is buf[idx[k]], where idx steps by one
     # inside an expansion and jumps between them (built by a cumulative sum)
     out = np.empty(int(t.orig_len.sum()), dtype=np.uint8)
-    sym_start = offset[res.final][sym_key]
+    sym_start = res.final_lookup(offset, sym_key)
     jump = sym_start[1:] - sym_start[:-1]
     jump -= sym_len[:-1]
     jump += 1
