@@ -307,6 +307,10 @@ class _Reader:
         index = self.map.locate(self.pos)
         if index is None:
             return False
+        if self.source.seekable:
+            # frames before this one may have been skipped unread: trust their headers'
+            # sizes only once every header and end record of the data has been checked
+            self.map.map_all()
         self._buf = self.map.decode(index).tobytes()
         self._buf_start = self.map.start(index)
         self.frames_decoded += 1
@@ -377,9 +381,13 @@ class _Reader:
             target = max(0, self.map.map_all() + offset)
         else:
             raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
-        if target < self.pos and not self.source.seekable:
-            raise io.UnsupportedOperation("the underlying file is not seekable: only forward seeks are possible")
-        self.pos = target  # nothing is read until the next read
+        if not self.source.seekable:
+            if target < self.pos:
+                raise io.UnsupportedOperation("the underlying file is not seekable: only forward seeks are possible")
+            # read on: every frame passed over is decoded and checked, none skipped unverified
+            while self.pos < target and self._frame():
+                self._take(target - self.pos)
+        self.pos = target  # on a seekable file nothing is read until the next read
         return target
 
 

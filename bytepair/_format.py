@@ -178,7 +178,9 @@ def _unpack_code_sets(
     n_runs = np.where(bitmap, 0, kind)
     size = np.where(bitmap, 32, 2 * n_runs)
     offset = np.cumsum(size) - size
-    bad = np.flatnonzero((~bitmap & (n_runs > MAX_RUNS)) | (~bitmap & ((n_runs == 0) != (n_fresh == 0))))
+    bad = np.flatnonzero(
+        (~bitmap & (n_runs > MAX_RUNS)) | (~bitmap & ((n_runs == 0) != (n_fresh == 0))) | (bitmap & (n_fresh == 0))
+    )
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible code-set header")
     fresh_start = np.cumsum(n_fresh) - n_fresh
