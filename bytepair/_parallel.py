@@ -1,7 +1,8 @@
 """Compressing on several cores.
 
-Blocks are independent, so the blocks of a frame are split into one group per
-worker process and encoded in parallel; the frame is then assembled here. The
+Blocks are independent, so the blocks of a frame are split into one share per
+thread of work: this process encodes one share and ``threads - 1`` worker
+processes the others; the frame is then assembled here. The
 engine makes many short numpy calls and holds the GIL most of the time, so
 threads would not scale. Frames smaller than ``MIN_SHARE`` per worker are
 encoded here: starting work elsewhere would cost more than it saves.
@@ -81,10 +82,10 @@ class FrameEncoder:
         # cut at the block boundaries nearest to equal shares of bytes
         targets = np.arange(1, groups) * (len(data) / groups)
         cuts = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1])))
-        pool = _shared_pool(self._workers)
-        jobs = []
-        for a, b in itertools.pairwise(cuts):
-            lo, hi = int(bounds[a]), int(bounds[b])
-            jobs.append(pool.submit(_engine_job, data[lo:hi].tobytes(), bounds[a : b + 1] - lo, params))
-        return EncodedBlocks.concatenate([job.result() for job in jobs])
-
+        shares = [(int(bounds[a]), int(bounds[b]), bounds[a : b + 1] - bounds[a]) for a, b in itertools.pairwise(cuts)]
+        # this process encodes the first share itself while the workers take the others
+        pool = _shared_pool(self._workers - 1)
+        jobs = [pool.submit(_engine_job, data[lo:hi].tobytes(), local, params) for lo, hi, local in shares[1:]]
+        lo, hi, local = shares[0]
+        here = run_engine(data[lo:hi], local, params)
+        return EncodedBlocks.concatenate([here, *(job.result() for job in jobs)])
