@@ -163,17 +163,19 @@ def test_empty_input_is_truncated() -> None:
         bytepair.decompress(b"")
 
 
-def test_threads_give_identical_output() -> None:
+def test_threads_give_identical_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bytepair._parallel as parallel_module
     import bytepair._stream as stream
 
     data = (b"parallel frames must come back in order. " * 400 + bytes(range(256))) * 8
-    saved = stream.FRAME_SIZE
-    stream.FRAME_SIZE = 20_000
-    try:
-        serial = bytepair.compress(data)
-        parallel = bytepair.compress(data, threads=2)
-    finally:
-        stream.FRAME_SIZE = saved
+    monkeypatch.setattr(stream, "FRAME_SIZE", 40_000)  # several frames...
+    monkeypatch.setattr(parallel_module, "MIN_SHARE", 4_000)  # ...each shared among processes
+    serial = bytepair.compress(data, block_size=3000)
+    pools: list[int] = []
+    real_pool = parallel_module._shared_pool
+    monkeypatch.setattr(parallel_module, "_shared_pool", lambda n: pools.append(n) or real_pool(n))
+    parallel = bytepair.compress(data, block_size=3000, threads=3)
+    assert pools and set(pools) == {2}, "frames must be shared with two worker processes"
     assert serial == parallel
     assert bytepair.decompress(parallel) == data
 
