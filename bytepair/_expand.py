@@ -188,13 +188,24 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     buf = np.empty(256 + node_bytes, dtype=np.uint8)
     buf[:256] = np.arange(256, dtype=np.uint8)
     # each code's bytes are its operands' bytes; with codes laid out by depth, one
-    # gather per depth level fills a level from the (finished) levels below it
-    src = np.stack((left_node[by_depth], right_node[by_depth]), axis=1).ravel()
-    src_idx = concat_ranges(offset[src], length[src])
+    # gather fills a run of codes of one depth from the (finished) levels below it;
+    # runs of at most ~256 KiB keep the gather's index small whatever the tables
     depth_sorted = depth[256 + by_depth]
-    level_starts = offset[256 + by_depth[np.flatnonzero(np.diff(depth_sorted, prepend=-1))]]
-    for lo, hi in itertools.pairwise([*level_starts.tolist(), len(buf)]):
-        buf[lo:hi] = buf[src_idx[lo - 256 : hi - 256]]
+    filled = np.cumsum(lengths_sorted)
+    cuts = np.unique(
+        np.concatenate(
+            (
+                [0, len(by_depth)],
+                np.flatnonzero(np.diff(depth_sorted)) + 1,
+                np.searchsorted(filled, np.arange(_GROUP_BYTES, node_bytes, _GROUP_BYTES)),
+            )
+        )
+    )
+    for a, b in itertools.pairwise(cuts.tolist()):
+        nodes = by_depth[a:b]
+        src = np.stack((left_node[nodes], right_node[nodes]), axis=1).ravel()
+        lo = int(offset[256 + nodes[0]])
+        buf[lo : 256 + int(filled[b - 1])] = buf[concat_ranges(offset[src], length[src])]
 
     # expand the payloads: output byte k is buf[idx[k]], where idx steps by one
     # inside an expansion and jumps between them (built by a cumulative sum)
