@@ -1,0 +1,123 @@
+"""Hand-made hostile streams with valid checksums: decompression bombs and their relatives.
+
+Used by ``tests/test_hostile.py`` and to rebuild the files of ``testdata/fuzz``.
+Every stream here has correct CRCs, so nothing is caught before the deeper checks.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+from . import container as C
+from . import mutators as M
+
+A = ord("a")
+
+
+def stream_of(frames: list[C.Frame], contents: list[bytes] | None = None) -> bytes:
+    """Header, frames and a matching end record; *contents* give each frame's content CRC."""
+    out = [C.stream_header()]
+    crc = total = 0
+    for k, frame in enumerate(frames):
+        if contents is not None:
+            frame.content_crc = zlib.crc32(contents[k])
+            crc = zlib.crc32(contents[k], crc)
+        total += sum(b.orig_len for b in frame.blocks)
+        out.append(frame.pack())
+    out.append(C.end_record(len(frames), total, crc))
+    return b"".join(out)
+
+
+def chain_block(depth: int, payload: bytes | None = None, orig_len: int | None = None) -> C.Block:
+    """A block whose fresh codes 255, 254, ... (not 'a') each double the previous: code k spells 2**(k+1) 'a's."""
+    codes = [v for v in range(255, -1, -1) if v != A][:depth]
+    merges = [(codes[0], A, A)] + [(codes[k], codes[k - 1], codes[k - 1]) for k in range(1, depth)]
+    if payload is None:
+        payload = bytes([codes[-1]])
+    table = M.Table(merges, depth, payload, "")
+    _, total = table.lengths()
+    kind, code_bytes = M._code_set_for(_NoBitmap(), codes)
+    fresh = b"".join(bytes(m[1:]) for m in merges)
+    return C.Block(orig_len if orig_len is not None else min(total, 0xFFFF), len(payload), depth, 0, kind, code_bytes,
+                   fresh, b"", payload)
+
+
+class _NoBitmap(random.Random):
+    """A ``random.Random`` that always picks runs for a code set."""
+
+    def random(self) -> float:
+        return 0.0
+
+
+def max_block() -> tuple[C.Block, bytes]:
+    """A valid block of 65535 'a's in 55 bytes: a 15-deep doubling chain and 16 payload symbols."""
+    codes = list(range(255, 240, -1))  # codes[k] spells 2**(k+1) bytes
+    payload = bytes(reversed(codes)) + bytes([A])  # 32768 + 16384 + ... + 2 + 1
+    block = chain_block(15, payload, 0xFFFF)
+    return block, b"a" * 0xFFFF
+
+
+def bomb(n_blocks: int) -> tuple[bytes, int, int]:
+    """A valid one-frame stream of *n_blocks* x 65535 'a's, 55 bytes per block; (stream, size, crc).
+
+    With 1024 blocks it declares 67,107,840 bytes (the frame limit is 2**26) in 56 KB.
+    """
+    block, content = max_block()
+    crc = 0
+    for _ in range(n_blocks):
+        crc = zlib.crc32(content, crc)
+    frame = C.Frame(0, 0, 0, crc, 0, [block.copy() for _ in range(n_blocks)])
+    size = n_blocks * len(content)
+    return C.stream_header() + frame.pack() + C.end_record(1, size, crc), size, crc
+
+
+def deep_chain(depth: int = 255, recycled: bool = False) -> bytes:
+    """One block whose last code would spell 2**depth bytes (2**255 for 255 codes), all CRCs valid.
+
+    With *recycled*, one byte value is redefined again and again as (itself, itself).
+    """
+    if recycled:
+        payload = bytes([A])
+        merges = b"".join(bytes([A, A, A]) for _ in range(depth))
+        block = C.Block(0xFFFF, 1, 0, depth, 0, b"", b"", merges, payload)
+    else:
+        block = chain_block(depth, orig_len=0xFFFF)
+    frame = C.Frame(0, 0, 0, 0, 0, [block])
+    return stream_of([frame], [b"a" * 0xFFFF])
+
+
+def many_blocks(n: int, depth: int = 4) -> tuple[bytes, bytes]:
+    """A valid frame of *n* one-byte stored blocks and one encoded block: (stream, content).
+
+    A frame may hold as many blocks as bytes; a decoder must not spend per block
+    what it would spend per byte of a whole block (a 256-entry table, say)."""
+    chain = chain_block(depth)
+    blocks = [C.Block(1, 1, 0, 0, 0, b"", b"", b"", bytes([48 + k % 10])) for k in range(n)]
+    blocks.append(chain)
+    content = bytes(48 + k % 10 for k in range(n)) + b"a" * (2**depth)
+    return stream_of([C.Frame(0, 0, 0, 0, 0, blocks)], [content]), content
+
+
+def gage_deep_chain(depth: int = 255) -> bytes:
+    """Gage's format: one block whose last code spells 2**depth bytes (no checksum to get past)."""
+    codes = [v for v in range(256) if v != A][:depth]
+    table = {codes[0]: (A, A)}
+    for k in range(1, len(codes)):
+        table[codes[k]] = (codes[k - 1], codes[k - 1])
+    return M.gage_block(table, bytes([codes[-1]]))
+
+
+def heavy_bomb(n_blocks: int) -> tuple[bytes, int]:
+    """A valid frame of *n_blocks* x 65535 'a's whose tables spell out almost exactly the
+    4x budget (a 15-deep doubling chain plus six unused codes of 32768 bytes per block);
+    (stream, output size). With 1024 blocks: 68 KB declaring 64 MiB, 256 MiB of code expansions."""
+    codes = [v for v in range(255, -1, -1) if v != A][:21]
+    merges = [(codes[0], A, A)] + [(codes[k], codes[k - 1], codes[k - 1]) for k in range(1, 15)]
+    merges += [(codes[15 + j], codes[13], codes[13]) for j in range(6)]
+    payload = bytes(reversed(codes[:15])) + bytes([A])
+    kind, code_bytes = M._code_set_for(_NoBitmap(), [m[0] for m in merges])
+    fresh = b"".join(bytes(m[1:]) for m in merges)
+    block = C.Block(0xFFFF, len(payload), len(merges), 0, kind, code_bytes, fresh, b"", payload)
+    frame = C.Frame(0, 0, 0, 0, 0, [block.copy() for _ in range(n_blocks)])
+    return stream_of([frame], [b"a" * 0xFFFF * n_blocks]), 0xFFFF * n_blocks

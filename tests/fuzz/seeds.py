@@ -1,0 +1,140 @@
+"""Valid inputs of every format bytepair reads, to be mutated: the fuzzer's starting points.
+
+Built once per run, deterministically: the same data whatever the fuzzing seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import bytepair
+import bytepair._stream as _stream
+
+try:
+    from bytepair import gage as _gage
+except ImportError:  # pragma: no cover - the Gage module is optional for the fuzzer
+    _gage = None  # type: ignore[assignment]
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = REPO / "testdata" / "golden"
+GAGE_VECTORS = REPO.parent / "shared" / "gage-vectors"
+MAX_VECTOR = 100_000  # larger Gage vectors make slow cases without finding more
+
+
+@dataclasses.dataclass(frozen=True)
+class Seed:
+    name: str
+    fmt: str  # "bytepair" or "gage"
+    original: bytes
+    stream: bytes
+    boundaries: tuple[tuple[int, int], ...] = ()
+    """For a file of several streams: (offset in stream, offset in original) at each stream end."""
+
+
+@contextlib.contextmanager
+def small_frames(size: int) -> Iterator[None]:
+    """Make the compressor cut frames of *size* bytes, so small inputs make multi-frame streams."""
+    names = vars(_stream)  # the compressor reads the module global
+    saved = names["FRAME_SIZE"]
+    names["FRAME_SIZE"] = size
+    try:
+        yield
+    finally:
+        names["FRAME_SIZE"] = saved
+
+
+def _text(size: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    words = (
+        b"the of and to in is you that it he was for on are as with his they at be this have from or one had "
+        b"by word but not what all were we when your can said there use an each which she do how their if"
+    ).split()
+    return b" ".join(rng.choice(words) for _ in range(size // 3))[:size]
+
+
+def _recycling(size: int) -> bytes:
+    """250 distinct values leave 6 fresh codes: encoding must recycle."""
+    rng = random.Random(1994)
+    words = [bytes(rng.randrange(250) for _ in range(3)) for _ in range(40)]
+    return bytes(range(250)) + b"".join(rng.choice(words) for _ in range(size // 3))
+
+
+def _scattered(size: int) -> bytes:
+    """Free values scattered among used ones: code sets stored as bitmaps."""
+    used = bytes(v for v in range(256) if v % 5)
+    return used + bytes(used[i % 40] for i in range(size))
+
+
+def inputs() -> dict[str, bytes]:
+    rng = random.Random(8)
+    return {
+        "empty": b"",
+        "one": b"x",
+        "text": _text(20_000, 1),
+        "runs": b"".join(bytes([rng.randrange(256)]) * rng.randrange(1, 300) for _ in range(60)),
+        "random": rng.randbytes(3000),
+        "all256": bytes(range(256)) * 12,
+        "recycling": _recycling(6000),
+        "scattered": _scattered(3000),
+        "deep": b"a" * 4000 + b"b" * 70,
+        "mixed": _text(2000, 2) + rng.randbytes(700) + b"\x00" * 900 + _text(1500, 3),
+    }
+
+
+def bytepair_seeds() -> list[Seed]:
+    data = inputs()
+    seeds = [Seed(f"bp-{name}", "bytepair", d, bytepair.compress(d)) for name, d in data.items()]
+    seeds.append(Seed("bp-text-t2-b300", "bytepair", data["text"][:3000], bytepair.compress(
+        data["text"][:3000], block_size=300, threshold=2)))
+    seeds.append(Seed("bp-deep-t2", "bytepair", data["deep"], bytepair.compress(data["deep"], threshold=2)))
+    seeds.append(Seed("bp-level1", "bytepair", data["mixed"], bytepair.compress(data["mixed"], level=1)))
+    seeds.append(Seed("bp-level9", "bytepair", data["mixed"], bytepair.compress(data["mixed"], level=9)))
+    with small_frames(700):
+        for name in ("text", "mixed", "recycling", "scattered"):
+            d = data[name][:5000]
+            seeds.append(Seed(f"bp-frames-{name}", "bytepair", d, bytepair.compress(d, block_size=300)))
+    with small_frames(97):
+        d = data["all256"][:1500]
+        seeds.append(Seed("bp-frames-tiny", "bytepair", d, bytepair.compress(d, block_size=40, threshold=2)))
+    # several streams back to back
+    a, b = data["text"][:1000], data["runs"]
+    sa, sb, se = bytepair.compress(a), bytepair.compress(b), bytepair.compress(b"")
+    seeds.append(
+        Seed("bp-concat", "bytepair", a + b, sa + sb + se, ((len(sa), len(a)), (len(sa) + len(sb), len(a) + len(b))))
+    )
+    if GOLDEN.is_dir():
+        for path in sorted(GOLDEN.glob("*.bp")):
+            original = path.with_suffix(".bin").read_bytes()
+            seeds.append(Seed(f"golden-{path.stem}", "bytepair", original, path.read_bytes()))
+    return seeds
+
+
+def gage_seeds() -> list[Seed]:
+    seeds: list[Seed] = []
+    if _gage is not None:
+        data = inputs()
+        for name in ("empty", "one", "text", "runs", "random", "all256", "deep", "mixed"):
+            seeds.append(Seed(f"gage-{name}", "gage", data[name], _gage.compress(data[name])))
+        seeds.append(Seed("gage-deep-t2", "gage", data["deep"], _gage.compress(data["deep"], threshold=2)))
+        seeds.append(Seed("gage-small-blocks", "gage", data["text"][:4000], _gage.compress(
+            data["text"][:4000], block_size=500, max_distinct=60)))
+    if GAGE_VECTORS.is_dir():
+        for path in sorted(GAGE_VECTORS.glob("*.gage")):
+            if path.stat().st_size <= MAX_VECTOR:
+                original = path.with_suffix("").read_bytes()
+                seeds.append(Seed(f"vector-{path.stem}", "gage", original, path.read_bytes()))
+    return seeds
+
+
+def all_seeds() -> list[Seed]:
+    seeds = bytepair_seeds() + gage_seeds()
+    for s in seeds:  # a seed that does not decode would make every finding about it false
+        if s.fmt == "bytepair":
+            assert bytepair.decompress(s.stream) == s.original, s.name
+        elif _gage is not None:
+            assert _gage.decompress(s.stream) == s.original, s.name
+    return seeds
