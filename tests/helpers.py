@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from bytepair import BytePairError
 
 REPO = Path(__file__).resolve().parent.parent
 TESTDATA = REPO / "testdata"
@@ -27,3 +30,17 @@ def require_shared(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent: ground-truth data lives in ../shared beside the repo")
     return path
+
+
+def assert_every_bit_flip_is_an_error(blob: bytes, data: bytes, decode: Callable[[bytes], bytes]) -> None:
+    """Flip each bit of *blob* in turn: *decode* must raise a ``BytePairError`` every time."""
+    damaged = bytearray(blob)
+    for bit in range(8 * len(blob)):
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        try:
+            out = decode(bytes(damaged))
+        except BytePairError:
+            pass
+        else:
+            raise AssertionError(f"bit {bit} flipped: decoded {'the same' if out == data else 'wrong'} data")
+        damaged[bit // 8] ^= 1 << (bit % 8)
