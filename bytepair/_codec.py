@@ -16,7 +16,7 @@ from ._blocks import split_blocks
 from ._engine import EncodedBlocks, encode_blocks
 from ._errors import CorruptDataError
 from ._expand import NODE_BUDGET, NODE_SLACK, expand
-from ._format import FrameHeader, pack_code_sets, pack_frame, unpack_frame_body
+from ._format import FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
 from ._params import MAX_BLOCK_SIZE, Params
 from ._tables import PairTables
 
@@ -30,8 +30,8 @@ random access."""
 
 def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
     """Body bytes each encoded block costs beyond the 7 bytes of its header."""
-    _, _, code_set_size = pack_code_sets(enc.n_merges, enc.n_fresh, enc.code)
     n_recycled = enc.n_merges - enc.n_fresh
+    code_set_size = code_set_sizes(enc.n_merges, enc.n_fresh, enc.code)
     return enc.payload_len + 2 * enc.n_fresh + 3 * n_recycled + code_set_size
 
 

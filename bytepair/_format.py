@@ -28,6 +28,7 @@ __all__ = [
     "VERSION",
     "FrameHeader",
     "StreamEnd",
+    "code_set_sizes",
     "max_body_size",
     "need",
     "pack_code_sets",
@@ -142,6 +143,15 @@ def _fresh_code_runs(
     skip = previous[heads] - codes[heads] - 1
     take = np.diff(heads, append=len(codes))
     return codes, np.bincount(block[heads], minlength=len(n_fresh)).astype(np.int64), skip, take
+
+
+def code_set_sizes(
+    n_merges: npt.NDArray[np.int64], n_fresh: npt.NDArray[np.int64], code: npt.NDArray[np.uint8]
+) -> npt.NDArray[np.int64]:
+    """Bytes each block's code set takes in its cheaper form, without packing it."""
+    n_runs = _fresh_code_runs(n_merges, n_fresh, code)[1]
+    sizes: npt.NDArray[np.int64] = np.where(n_runs > MAX_RUNS, 32, 2 * n_runs)
+    return sizes
 
 
 def pack_code_sets(
