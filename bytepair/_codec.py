@@ -1,7 +1,7 @@
 """One frame of data to one frame of the container and back.
 
-This is where the stages meet: bytes -> blocks -> engine -> choice of stored or
-encoded blocks -> container, and container -> decoder -> checked bytes.
+This is where the stages meet: bytes -> blocks -> escapes -> engine -> choice of
+stored or encoded blocks -> container, and container -> decoder -> checked bytes.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import numpy.typing as npt
 from ._blocks import split_blocks
 from ._engine import EncodedBlocks, encode_blocks
 from ._errors import CorruptDataError
+from ._escape import Escapes, find_escapes
 from ._expand import NODE_BUDGET, NODE_SLACK, expand
 from ._format import FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
 from ._params import MAX_BLOCK_SIZE, Params
-from ._tables import PairTables
+from ._tables import PairTables, concat_ranges
 
 __all__ = ["FRAME_SIZE", "block_costs", "decode_frame", "encode_frame"]
 
@@ -29,16 +30,16 @@ random access."""
 
 
 def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
-    """Body bytes each encoded block costs beyond the 7 bytes of its header."""
+    """Body bytes each encoded block costs beyond its header and its escapes."""
     n_recycled = enc.n_merges - enc.n_fresh
     code_set_size = code_set_sizes(enc.n_merges, enc.n_fresh, enc.code)
     return enc.payload_len + 2 * enc.n_fresh + 3 * n_recycled + code_set_size
 
 
-def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks) -> npt.NDArray[np.bool_]:
+def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks, esc: Escapes) -> npt.NDArray[np.bool_]:
     """Blocks to store as they are: those encoding does not shrink, and enough of
     the rest to keep the frame's code expansions within the decoder's budget."""
-    stored = block_costs(enc) >= orig_len
+    stored = block_costs(enc) + esc.cost() >= orig_len
     block_of_merge = np.repeat(np.arange(len(orig_len)), enc.n_merges)
     node_bytes = np.bincount(block_of_merge, weights=enc.expansion, minlength=len(orig_len)).astype(np.int64)
     budget = NODE_BUDGET * int(orig_len.sum()) + NODE_SLACK
@@ -50,17 +51,21 @@ def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks) -> npt.N
     return stored
 
 
-def _assemble(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: EncodedBlocks) -> PairTables:
+def _assemble(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: EncodedBlocks, esc: Escapes
+) -> PairTables:
     """The frame's blocks: encoded ones as the engine made them, runs of stored
     ones merged into as few blocks of at most 64 KiB as possible."""
     orig_len = np.diff(bounds)
-    stored = _stored_blocks(orig_len, enc)
+    stored = _stored_blocks(orig_len, enc, esc)
     keep_merge = np.repeat(~stored, enc.n_merges)
     payload_start = np.cumsum(enc.payload_len) - enc.payload_len
     lengths: list[int] = []
     payload_lens: list[int] = []
     n_merges: list[int] = []
     n_fresh: list[int] = []
+    n_escaped: list[int] = []
+    marks: list[int] = []
     payload_parts: list[npt.NDArray[np.uint8]] = []
     b = 0
     n_blocks = len(orig_len)
@@ -70,6 +75,8 @@ def _assemble(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: E
             payload_lens.append(int(enc.payload_len[b]))
             n_merges.append(int(enc.n_merges[b]))
             n_fresh.append(int(enc.n_fresh[b]))
+            n_escaped.append(int(esc.count[b]))
+            marks.append(int(esc.mark[b]))
             payload_parts.append(enc.payload[payload_start[b] : payload_start[b] + enc.payload_len[b]])
             b += 1
             continue
@@ -82,6 +89,8 @@ def _assemble(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: E
             payload_lens.append(hi - lo)
             n_merges.append(0)
             n_fresh.append(0)
+            n_escaped.append(0)
+            marks.append(0)
             payload_parts.append(data[lo:hi])
         b = end
     as_array = np.asarray
@@ -94,6 +103,9 @@ def _assemble(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: E
         right=enc.right[keep_merge],
         payload_len=as_array(payload_lens, dtype=np.int64),
         payload=np.concatenate(payload_parts) if payload_parts else np.zeros(0, dtype=np.uint8),
+        escapes=Escapes(
+            as_array(n_escaped, dtype=np.int64), as_array(marks, dtype=np.uint8), esc.take(~stored).literals
+        ),
     )
 
 
@@ -105,6 +117,29 @@ def run_engine(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], param
     return encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
 
 
+def _encode_blocks(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params, engine: EngineRunner
+) -> PairTables:
+    """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask."""
+    n_blocks = len(bounds) - 1
+    if not params.escape_limit:
+        return _assemble(data, bounds, engine(data, bounds, params), Escapes.none(n_blocks))
+    changed, esc = find_escapes(data, bounds, params.escape_limit)
+    escaping = np.flatnonzero(esc.count)
+    if not params.escape_trial or not len(escaping):
+        return _assemble(data, bounds, engine(changed, bounds, params), esc)
+    # one engine run holds every block as it is, then the escaping ones changed
+    lengths = np.diff(bounds)[escaping]
+    both_bounds = np.concatenate((bounds, len(data) + np.cumsum(lengths)))
+    both = engine(np.concatenate((data, changed[concat_ranges(bounds[escaping], lengths)])), both_bounds, params)
+    costs = block_costs(both)
+    use_escapes = np.zeros(n_blocks, dtype=np.bool_)
+    use_escapes[escaping] = costs[n_blocks:] + esc.cost()[escaping] < costs[escaping]
+    chosen = np.arange(n_blocks)
+    chosen[use_escapes] = n_blocks + np.flatnonzero(use_escapes[escaping])
+    return _assemble(data, bounds, both.take(chosen), esc.take(use_escapes))
+
+
 def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunner = run_engine) -> tuple[bytes, int]:
     """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32.
 
@@ -114,7 +149,7 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     best = b""
     for block_size, max_distinct in params.cuttings():
         bounds = split_blocks(data, block_size, max_distinct)
-        frame = pack_frame(_assemble(data, bounds, engine(data, bounds, params)), content_crc)
+        frame = pack_frame(_encode_blocks(data, bounds, params, engine), content_crc)
         if not best or len(frame) < len(best):
             best = frame
     return best, content_crc

@@ -18,16 +18,22 @@ def compress(
     block_size: int | None = None,
     max_distinct: int | None = None,
     threshold: int | None = None,
+    escape_limit: int | None = None,
     threads: int = 1,
 ) -> bytes:
     """Compress a bytes-like object into one bytepair stream.
 
-    *level* (1-9) picks a preset; *block_size*, *max_distinct* and *threshold*
-    override the preset's values (see ``bytepair.LEVELS``). *threads* other than
+    *level* (1-9) picks a preset; *block_size*, *max_distinct*, *threshold* and
+    *escape_limit* override the preset's values (see ``bytepair.LEVELS``). *threads* other than
     1 encodes frames in that many worker processes (0 = one per core).
     """
     compressor = BytePairCompressor(
-        level, block_size=block_size, max_distinct=max_distinct, threshold=threshold, threads=threads
+        level,
+        block_size=block_size,
+        max_distinct=max_distinct,
+        threshold=threshold,
+        escape_limit=escape_limit,
+        threads=threads,
     )
     return compressor.compress(data) + compressor.flush()
 

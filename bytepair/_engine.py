@@ -76,6 +76,24 @@ class EncodedBlocks:
             return cls(empty, empty, no_bytes, no_bytes, no_bytes, empty, empty, empty, no_bytes)
         return cls(*(np.concatenate([getattr(r, f.name) for r in parts]) for f in dataclasses.fields(cls)))
 
+    def take(self, blocks: npt.NDArray[np.int64]) -> EncodedBlocks:
+        """The results of *blocks*, in that order."""
+        merge_start = np.cumsum(self.n_merges) - self.n_merges
+        payload_start = np.cumsum(self.payload_len) - self.payload_len
+        merges = concat_ranges(merge_start[blocks], self.n_merges[blocks])
+        payload = concat_ranges(payload_start[blocks], self.payload_len[blocks])
+        return EncodedBlocks(
+            self.n_merges[blocks],
+            self.n_fresh[blocks],
+            self.code[merges],
+            self.left[merges],
+            self.right[merges],
+            self.count[merges],
+            self.expansion[merges],
+            self.payload_len[blocks],
+            self.payload[payload],
+        )
+
 
 @dataclasses.dataclass
 class StepRecord:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from ._buffers import Buffers, per_thread
 from ._errors import CorruptDataError
+from ._escape import restore_escapes
 from ._tables import PairTables, concat_ranges
 
 __all__ = ["NODE_BUDGET", "expand", "expand_reference"]
@@ -142,6 +143,14 @@ class _Scratch(Buffers):
 
 def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     """Decode a run of blocks with a fixed number of numpy calls per rank and depth level."""
+    out = _expand_pairs(t)
+    if t.escapes is not None:
+        restore_escapes(out, t.orig_len, t.escapes, t.first_block)
+    return out
+
+
+def _expand_pairs(t: PairTables) -> npt.NDArray[np.uint8]:
+    """The blocks as their pair tables and payloads describe them, escapes not restored."""
     if np.any(t.payload_len < 1) or np.any(t.payload_len > t.orig_len):
         raise CorruptDataError("a block's payload is empty or longer than the block")
     if not len(t.code):  # stored blocks only: the payload is the data
@@ -276,6 +285,7 @@ def expand_reference(t: PairTables) -> bytes:
             raise CorruptDataError(f"{where}: expands to {total} bytes, header says {orig_len}")
         # depth of a node is at most its merge index + 1, so this stack never overflows
         stack = [0] * (n_merges + 2)
+        block_start = len(out)
         for sym in payload:
             top = 0
             stack[0] = current[sym]
@@ -288,6 +298,22 @@ def expand_reference(t: PairTables) -> bytes:
                     stack[top] = rights[node - 256]
                     top += 1
                     stack[top] = lefts[node - 256]
+        if t.escapes is not None and t.escapes.count[b]:
+            _restore_block(out, block_start, t, b, where)
         merge_at += n_merges
         payload_at += int(t.payload_len[b])
     return bytes(out)
+
+
+def _restore_block(out: bytearray, start: int, t: PairTables, b: int, where: str) -> None:
+    """Replace block *b*'s escape marks in ``out[start:]`` by its escaped bytes, one by one."""
+    assert t.escapes is not None
+    count = int(t.escapes.count[b])
+    mark = int(t.escapes.mark[b])
+    first = int(t.escapes.count[:b].sum())
+    literals = t.escapes.literals[first : first + count].tolist()
+    found = [k for k in range(start, len(out)) if out[k] == mark]
+    if len(found) != count:
+        raise CorruptDataError(f"{where}: holds its escape mark {len(found)} times, header says {count}")
+    for k, value in zip(found, literals, strict=True):
+        out[k] = value

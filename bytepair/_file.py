@@ -404,7 +404,7 @@ class BytePairFile(io.BufferedIOBase):
     binary file object. *mode* is ``"r"``/``"rb"`` to read, ``"w"``/``"wb"`` to
     overwrite, ``"x"``/``"xb"`` to create a new file, ``"a"``/``"ab"`` to append
     a stream to an existing file. *level*, *threads*, *block_size*,
-    *max_distinct* and *threshold* set the compressor, as for
+    *max_distinct*, *threshold* and *escape_limit* set the compressor, as for
     ``BytePairCompressor``; they are refused when reading.
 
     Reading returns the concatenated contents of every stream in the file; any
@@ -436,6 +436,7 @@ class BytePairFile(io.BufferedIOBase):
         block_size: int | None = None,
         max_distinct: int | None = None,
         threshold: int | None = None,
+        escape_limit: int | None = None,
     ) -> None:
         self._mode = _CLOSED
         self._closefp = False
@@ -449,6 +450,7 @@ class BytePairFile(io.BufferedIOBase):
                 ("block_size", block_size),
                 ("max_distinct", max_distinct),
                 ("threshold", threshold),
+                ("escape_limit", escape_limit),
             ):
                 if value is not None:
                     raise ValueError(f"cannot set {name} when opening a file for reading")
@@ -458,7 +460,12 @@ class BytePairFile(io.BufferedIOBase):
         elif mode in ("w", "wb", "x", "xb", "a", "ab"):
             # made first: bad settings must not create or truncate the file
             self._compressor = BytePairCompressor(
-                level, block_size=block_size, max_distinct=max_distinct, threshold=threshold, threads=threads
+                level,
+                block_size=block_size,
+                max_distinct=max_distinct,
+                threshold=threshold,
+                escape_limit=escape_limit,
+                threads=threads,
             )
             mode_code = _WRITE
         else:
@@ -638,6 +645,7 @@ def open(
     block_size: int | None = None,
     max_distinct: int | None = None,
     threshold: int | None = None,
+    escape_limit: int | None = None,
     encoding: None = None,
     errors: None = None,
     newline: None = None,
@@ -654,6 +662,7 @@ def open(
     block_size: int | None = None,
     max_distinct: int | None = None,
     threshold: int | None = None,
+    escape_limit: int | None = None,
     encoding: str | None = None,
     errors: str | None = None,
     newline: str | None = None,
@@ -670,6 +679,7 @@ def open(
     block_size: int | None = None,
     max_distinct: int | None = None,
     threshold: int | None = None,
+    escape_limit: int | None = None,
     encoding: str | None = None,
     errors: str | None = None,
     newline: str | None = None,
@@ -685,6 +695,7 @@ def open(
     block_size: int | None = None,
     max_distinct: int | None = None,
     threshold: int | None = None,
+    escape_limit: int | None = None,
     encoding: str | None = None,
     errors: str | None = None,
     newline: str | None = None,
@@ -711,6 +722,7 @@ def open(
         block_size=block_size,
         max_distinct=max_distinct,
         threshold=threshold,
+        escape_limit=escape_limit,
     )
     if "t" not in mode:
         return binary

@@ -1,4 +1,4 @@
-"""The bytepair container, version 1: packing and unpacking, with validation.
+"""The bytepair container, version 2: packing and unpacking, with validation.
 
 See docs/FORMAT.md for the byte-level description. This module knows bytes and
 columns only: it neither compresses nor expands. Everything it reads is checked
@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
+from ._escape import Escapes
 from ._tables import PairTables, concat_ranges
 
 __all__ = [
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 MAGIC = b"BYPR"
-VERSION = 1
+VERSION = 2
 KIND_FRAME = 0x46  # "F"
 KIND_END = 0x45  # "E"
 MAX_FRAME_SIZE = 1 << 26
@@ -55,7 +56,7 @@ STREAM_HEADER_SIZE = _STREAM_HEADER.size
 FRAME_HEADER_SIZE = _FRAME_HEADER.size + 4  # + frame_crc
 END_SIZE = _END.size + 4  # + end_crc
 
-_PER_BLOCK = 7  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, code-set kind u8
+_PER_BLOCK = 9  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, code-set kind u8, n_escaped u16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,6 +238,7 @@ def pack_frame(t: PairTables, content_crc: int) -> bytes:
     first_merge = np.cumsum(t.n_merges) - t.n_merges
     fresh_at = concat_ranges(first_merge, t.n_fresh)
     recycled_at = concat_ranges(first_merge + t.n_fresh, n_recycled)
+    esc = t.escapes if t.escapes is not None else Escapes.none(n_blocks)
     body = b"".join(
         (
             t.orig_len.astype("<u2").tobytes(),
@@ -244,9 +246,12 @@ def pack_frame(t: PairTables, content_crc: int) -> bytes:
             t.n_fresh.astype(np.uint8).tobytes(),
             n_recycled.astype(np.uint8).tobytes(),
             set_kind.tobytes(),
+            esc.count.astype("<u2").tobytes(),
             code_sets,
+            esc.mark[esc.count > 0].tobytes(),
             np.stack((t.left[fresh_at], t.right[fresh_at]), axis=1).tobytes(),
             np.stack((t.code[recycled_at], t.left[recycled_at], t.right[recycled_at]), axis=1).tobytes(),
+            esc.literals.tobytes(),
             t.payload.tobytes(),
         )
     )
@@ -277,15 +282,19 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
     n_fresh = take(nb).astype(np.int64)
     n_recycled = take(nb).astype(np.int64)
     set_kind = take(nb).astype(np.int64)
+    n_escaped = take(2 * nb).view("<u2").astype(np.int64)
     set_size = np.where(set_kind == CODE_SET_BITMAP, 32, 2 * set_kind)
     code_sets = take(int(set_size.sum()))
+    escaping = n_escaped > 0
+    marks = take(int(np.count_nonzero(escaping)))
     fresh = take(2 * int(n_fresh.sum())).reshape(-1, 2)
     recycled = take(3 * int(n_recycled.sum())).reshape(-1, 3)
+    literals = take(int(n_escaped.sum()))
     payload = take(int(payload_len.sum()))
     if at != len(raw):
         raise CorruptDataError(f"{where}: {len(raw) - at} bytes after the last payload")
 
-    bad = np.flatnonzero((orig_len < 1) | (payload_len < 1) | (payload_len > orig_len))
+    bad = np.flatnonzero((orig_len < 1) | (payload_len < 1) | (payload_len > orig_len) | (n_escaped > orig_len))
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible lengths in the block header")
     if int(orig_len.sum()) != h.orig_size:
@@ -306,7 +315,12 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
     code[recycled_at] = recycled[:, 0]
     left[recycled_at] = recycled[:, 1]
     right[recycled_at] = recycled[:, 2]
-    return PairTables(orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, first_block)
+    escapes = None
+    if len(marks):
+        mark = np.zeros(nb, dtype=np.uint8)
+        mark[escaping] = marks
+        escapes = Escapes(n_escaped, mark, literals)
+    return PairTables(orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, first_block, escapes)
 
 
 def pack_end(n_frames: int, total_size: int, total_crc: int) -> bytes:

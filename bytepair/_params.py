@@ -30,6 +30,11 @@ class Params:
                   keeps whichever cutting gives the smallest output (text prefers
                   long blocks with many distinct values, binary data short blocks
                   with more free codes).
+    escape_limit: byte values occurring at most this often in a block are escaped
+                  (sent aside, freeing their values as codes) when a block has at
+                  least two of them; 0 never escapes.
+    escape_trial: encode each block that has escapes both with and without them
+                  and keep the smaller (twice the work for those blocks).
     """
 
     block_size: int = 32768
@@ -37,13 +42,15 @@ class Params:
     threshold: int = 3
     recycle: bool = True
     trials: tuple[tuple[int, int], ...] = ()
+    escape_limit: int = 10
+    escape_trial: bool = False
 
     def cuttings(self) -> list[tuple[int, int]]:
         """Every ``(block_size, max_distinct)`` the encoder tries, the main one first."""
         return [(self.block_size, self.max_distinct), *self.trials]
 
     def __post_init__(self) -> None:
-        for name in ("block_size", "max_distinct", "threshold"):
+        for name in ("block_size", "max_distinct", "threshold", "escape_limit"):
             value = getattr(self, name)
             try:
                 operator.index(value)
@@ -58,6 +65,8 @@ class Params:
                 f"max_distinct must be in 1..255 (at least one byte value must stay free "
                 f"for pair codes), got {self.max_distinct}"
             )
+        if not 0 <= self.escape_limit <= MAX_BLOCK_SIZE:
+            raise ValueError(f"escape_limit must be in 0..{MAX_BLOCK_SIZE}, got {self.escape_limit}")
         for block_size, max_distinct in self.trials:
             if not (1 <= block_size <= MAX_BLOCK_SIZE and 1 <= max_distinct <= 255):
                 raise ValueError(f"trial cutting ({block_size}, {max_distinct}) is out of range")
@@ -78,8 +87,14 @@ LEVELS: dict[int, Params] = {
     # several cuttings tried per frame, the smallest kept
     6: Params(block_size=32768, max_distinct=200, trials=((16384, 160),)),
     7: Params(block_size=32768, max_distinct=200, trials=((8192, 160), (16384, 220))),
-    8: Params(block_size=32768, max_distinct=200, trials=((16384, 160), (8192, 120), (65535, 220))),
-    9: Params(block_size=32768, max_distinct=200, trials=((16384, 160), (8192, 160), (8192, 120), (65535, 220))),
+    # ... and every block with escapes also tried without them
+    8: Params(block_size=32768, max_distinct=200, trials=((16384, 160), (8192, 120), (65535, 220)), escape_trial=True),
+    9: Params(
+        block_size=32768,
+        max_distinct=200,
+        trials=((16384, 160), (8192, 160), (8192, 120), (65535, 220)),
+        escape_trial=True,
+    ),
 }
 """Named presets; ``-1`` is fastest, ``-9`` smallest. See README for measured figures."""
 
@@ -90,6 +105,7 @@ def resolve_params(
     block_size: int | None = None,
     max_distinct: int | None = None,
     threshold: int | None = None,
+    escape_limit: int | None = None,
 ) -> Params:
     """The preset of *level* with any explicitly given parameter overriding it."""
     if level is None:
@@ -107,6 +123,9 @@ def resolve_params(
         )
         if value is not None
     }
-    if overrides:  # explicit settings are used as given, without trials
+    if escape_limit is not None:
+        overrides["escape_limit"] = escape_limit
+    if overrides:  # explicit settings are used as given, without trials of any kind
         overrides["trials"] = ()
+        overrides["escape_trial"] = False
     return dataclasses.replace(LEVELS[level], **overrides)

@@ -156,9 +156,12 @@ class BytePairCompressor:
         block_size: int | None = None,
         max_distinct: int | None = None,
         threshold: int | None = None,
+        escape_limit: int | None = None,
         threads: int = 1,
     ) -> None:
-        params = resolve_params(level, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
+        params = resolve_params(
+            level, block_size=block_size, max_distinct=max_distinct, threshold=threshold, escape_limit=escape_limit
+        )
         self._encoder = FrameEncoder(params, threads)
         self._pending = bytearray()
         self._started = False

@@ -11,6 +11,8 @@ import dataclasses
 import numpy as np
 import numpy.typing as npt
 
+from ._escape import Escapes
+
 __all__ = ["PairTables", "concat_ranges"]
 
 
@@ -22,6 +24,7 @@ class PairTables:
     ``n_fresh[b]`` use fresh codes (descending byte values), the rest reuse
     byte values that no longer occurred. ``payload`` is all payloads back to back.
     A block with no merges and ``payload_len == orig_len`` is stored as is.
+    ``escapes`` (None: no block has any) says which expanded bytes to replace.
     """
 
     orig_len: npt.NDArray[np.int64]
@@ -34,6 +37,7 @@ class PairTables:
     payload: npt.NDArray[np.uint8]
     first_block: int = 0
     """Index of block 0 in its stream, for error messages."""
+    escapes: Escapes | None = None
 
 
 def concat_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

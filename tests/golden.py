@@ -1,6 +1,6 @@
 """Golden files: small inputs and the exact bytes bytepair writes for them.
 
-They freeze format version 1. If a change alters these bytes, the format
+They freeze format version 2. If a change alters these bytes, the format
 changed: bump ``bytepair._format.VERSION``, document it in docs/FORMAT.md and
 regenerate with ``python -m tests.golden``. Both the golden inputs and the
 settings are fixed here; the files are what the encoder writes for them.
@@ -36,7 +36,15 @@ def _scattered_codes() -> bytes:
     return used + bytes(used[i % 40] for i in range(3000))
 
 
-_PINNED = {"block_size": 32768, "max_distinct": 200, "threshold": 3}
+def _rare_bytes() -> bytes:
+    """Text with a few bytes seen once or twice: the block escapes them."""
+    text = bytearray(_TEXT * 8)
+    for k, value in enumerate((0xE9, 0xFC, 0xE9, 0x80, 0xA7, 0x01)):
+        text[97 * k + 40] = value
+    return bytes(text)
+
+
+_PINNED = {"block_size": 32768, "max_distinct": 200, "threshold": 3, "escape_limit": 10}
 """Every case names its encoder settings, so retuning the level presets changes no golden file."""
 
 CASES: dict[str, tuple[bytes, dict[str, int]]] = {
@@ -50,6 +58,7 @@ CASES: dict[str, tuple[bytes, dict[str, int]]] = {
     "random_stored": (bytes(np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8)), _PINNED),
     "recycling": (_recycling(), _PINNED),
     "scattered_codes": (_scattered_codes(), _PINNED),
+    "escapes": (_rare_bytes(), _PINNED),
 }
 
 

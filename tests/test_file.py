@@ -673,7 +673,7 @@ def test_every_bit_flip_is_an_error(bit: int) -> None:
         (b"garbage after the stream", CorruptDataError),
         (b"BYP", TruncatedDataError),
         (b"BYPR\x01", TruncatedDataError),
-        (b"BYPR\x02\x00\x00\x00", UnsupportedFormatError),
+        (b"BYPR\x03\x00\x00\x00", UnsupportedFormatError),
     ],
 )
 def test_trailing_bytes_are_errors(tail: bytes, error: type[BytePairError]) -> None:

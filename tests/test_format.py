@@ -1,4 +1,4 @@
-"""The container: golden files freeze version 1, and damage of any kind is an error."""
+"""The container: golden files freeze version 2, and damage of any kind is an error."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from bytepair._format import (
     FRAME_HEADER_SIZE,
     MAGIC,
     STREAM_HEADER_SIZE,
+    VERSION,
     pack_code_sets,
     unpack_frame_body,
     unpack_frame_header,
@@ -42,7 +43,7 @@ def test_golden_files_decode(name: str) -> None:
 
 
 def test_golden_files_cover_every_feature() -> None:
-    """The golden set must exercise stored blocks, runs, bitmaps and recycled codes."""
+    """The golden set must exercise stored blocks, runs, bitmaps, recycled codes and escapes."""
     kinds: set[str] = set()
     for name in CASES:
         blob = (GOLDEN / f"{name}.bp").read_bytes()
@@ -61,13 +62,15 @@ def test_golden_files_cover_every_feature() -> None:
                 kinds.add("runs")
             if (t.n_merges > t.n_fresh).any():
                 kinds.add("recycled")
+            if t.escapes is not None and t.escapes.count.any():
+                kinds.add("escapes")
             pos += FRAME_HEADER_SIZE + header.body_size
-    assert kinds == {"stored", "bitmap", "runs", "recycled"}
+    assert kinds == {"stored", "bitmap", "runs", "recycled", "escapes"}
 
 
 def test_stream_layout() -> None:
     blob = bytepair.compress(b"hello hello hello hello")
-    assert blob[:4] == MAGIC and blob[4] == 1 and blob[5] == 0
+    assert blob[:4] == MAGIC and blob[4] == VERSION == 2 and blob[5] == 0
     assert blob[STREAM_HEADER_SIZE] == ord("F")
     kind, n_frames, total, crc = struct.unpack_from("<BIQI", blob, len(blob) - 21)
     assert (chr(kind), n_frames, total, crc) == ("E", 1, 23, zlib.crc32(b"hello hello hello hello"))
@@ -127,10 +130,12 @@ def test_not_a_stream() -> None:
         bytepair.decompress(b"PK\x03\x04 this is a zip file, not ours")
 
 
-def test_future_version_is_refused() -> None:
+@pytest.mark.parametrize("version", [0, 1, 3, 255])
+def test_other_versions_are_refused(version: int) -> None:
+    """Version 1 (development builds, before escapes) and any future version."""
     blob = bytearray(bytepair.compress(b"abc"))
-    blob[4] = 2
-    with pytest.raises(UnsupportedFormatError, match="version 2"):
+    blob[4] = version
+    with pytest.raises(UnsupportedFormatError, match=f"version {version} "):
         bytepair.decompress(bytes(blob))
 
 

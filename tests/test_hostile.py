@@ -81,8 +81,10 @@ def test_short_fuzz_campaign(tmp_path: Path) -> None:
     new: list[Finding] = []
     for f in report.findings:
         patterns = [KNOWN_OPEN[name] for name in still_open if name in KNOWN_OPEN]
-        hit = any(fnmatch.fnmatch(f.target, t) and fnmatch.fnmatch(f.kind, k) and fnmatch.fnmatch(f.case, c)
-                  for t, k, c in patterns)
+        hit = any(
+            fnmatch.fnmatch(f.target, t) and fnmatch.fnmatch(f.kind, k) and fnmatch.fnmatch(f.case, c)
+            for t, k, c in patterns
+        )
         (known if hit else new).append(f)
     assert not new, report.summary()
     assert report.slowest is not None and report.slowest.cpu < 1.5
@@ -93,13 +95,15 @@ def test_short_fuzz_campaign(tmp_path: Path) -> None:
 # -- corruption detection ------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def featured_stream() -> tuple[bytes, bytes]:
-    """A small multi-frame stream with recycled codes and a bitmap code set, and its content."""
-    first = _recycling(300)  # 250 distinct values: 6 fresh codes, then recycling
-    data = first + _scattered(300)  # free values scattered: a bitmap code set
-    with small_frames(len(first)):
-        blob = bytepair.compress(data, max_distinct=255)
+def _rare_bytes_text() -> bytes:
+    """Text long enough to run out of codes, with a few bytes seen once or twice: escapes."""
+    text = bytearray(b"".join(b"line %d of a text that repeats itself, more or less. " % k for k in range(80)))
+    for k, value in enumerate((0xE9, 0xFC, 0xE9, 0x80, 0xA7, 0x01, 0xFC)):
+        text[531 * k + 17] = value
+    return bytes(text)
+
+
+def _features(blob: bytes) -> set[str]:
     kinds: set[str] = set()
     for rec in C.records(blob):
         if rec.kind == "frame":
@@ -107,21 +111,40 @@ def featured_stream() -> tuple[bytes, bytes]:
             for b in frame.blocks:
                 kinds |= {"recycled"} if b.n_recycled else set()
                 kinds |= {"bitmap"} if b.code_set == C.BITMAP else set()
-    assert kinds == {"recycled", "bitmap"}, kinds
+                kinds |= {"escapes"} if b.n_escaped else set()
+    return kinds
+
+
+@pytest.fixture(scope="module")
+def featured_streams() -> list[tuple[bytes, bytes]]:
+    """Two small streams and their contents: one of several frames with recycled codes and a
+    bitmap code set, one with escapes."""
+    first = _recycling(300)  # 250 distinct values: 6 fresh codes, then recycling
+    data = first + _scattered(300)  # free values scattered: a bitmap code set
+    with small_frames(len(first)):
+        blob = bytepair.compress(data, max_distinct=255, escape_limit=0)  # escapes would free codes
+    assert _features(blob) == {"recycled", "bitmap"}
     assert sum(r.kind == "frame" for r in C.records(blob)) >= 2
-    assert bytepair.decompress(blob) == data
-    return blob, data
+    text = _rare_bytes_text()
+    escaping = bytepair.compress(text)
+    assert _features(escaping) == {"escapes"}
+    assert bytepair.decompress(blob + escaping) == data + text
+    return [(blob, data), (escaping, text)]
 
 
-def test_every_bit_flip_of_recycled_and_bitmap_frames_is_an_error(featured_stream: tuple[bytes, bytes]) -> None:
-    blob, data = featured_stream
-    assert_every_bit_flip_is_an_error(blob, data, bytepair.decompress)
+def test_every_bit_flip_of_recycled_bitmap_and_escape_frames_is_an_error(
+    featured_streams: list[tuple[bytes, bytes]],
+) -> None:
+    """The two streams back to back, as ``decompress`` reads concatenated streams."""
+    (first, first_data), (second, second_data) = featured_streams
+    assert_every_bit_flip_is_an_error(first + second, first_data + second_data, bytepair.decompress)
 
 
-def test_every_bit_flip_fed_in_pieces_is_an_error(featured_stream: tuple[bytes, bytes]) -> None:
+@pytest.mark.parametrize("which", [0, 1], ids=["recycled-bitmap", "escapes"])
+def test_every_bit_flip_fed_in_pieces_is_an_error(featured_streams: list[tuple[bytes, bytes]], which: int) -> None:
     """Fed in pieces, damage raises, or the stream never ends (the caller sees it is cut short);
     whatever came out before is the start of the original."""
-    blob, data = featured_stream
+    blob, data = featured_streams[which]
     rng = random.Random(5)
     damaged = bytearray(blob)
     for bit in range(8 * len(blob)):
@@ -378,8 +401,14 @@ def late_damage() -> dict[str, bytes]:
     end = len(blob) - C.END_SIZE
     _, n, total, crc = struct.unpack_from("<BIQI", blob, end)
     bad_crc = blob[:end] + C.end_record(n, total, crc ^ 1)
-    return {"good": blob, "data": data, "last-frame": bytes(flipped), "repeated-frame": dup, "end-crc": bad_crc,
-            "bomb": K.deep_chain(255)}
+    return {
+        "good": blob,
+        "data": data,
+        "last-frame": bytes(flipped),
+        "repeated-frame": dup,
+        "end-crc": bad_crc,
+        "bomb": K.deep_chain(255),
+    }
 
 
 @needs_cli

@@ -1,0 +1,112 @@
+"""Escapes: rare byte values sent aside so their byte values can serve as codes.
+
+A block holding many distinct values has few free codes, yet most of those
+values may occur only a handful of times. Replacing every occurrence of the rare
+values by one of them (the block's *mark*) and listing the originals aside costs
+one byte per occurrence and frees the other values as codes; on the corpora that
+pays for itself many times over. The engine never knows: it encodes the changed
+block like any other. See docs/FORMAT.md, "Escapes".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import numpy.typing as npt
+
+from ._errors import CorruptDataError
+
+__all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
+
+BYTES_PER_FREE_CODE = 16
+
+
+@dataclasses.dataclass
+class Escapes:
+    """Per block: how many bytes were escaped (``count``) and the value standing
+    for them (``mark``, meaningful where ``count > 0``); ``literals`` holds the
+    escaped bytes' original values, block by block, in position order."""
+
+    count: npt.NDArray[np.int64]
+    mark: npt.NDArray[np.uint8]
+    literals: npt.NDArray[np.uint8]
+
+    @classmethod
+    def none(cls, n_blocks: int) -> Escapes:
+        return cls(np.zeros(n_blocks, dtype=np.int64), np.zeros(n_blocks, dtype=np.uint8), np.zeros(0, dtype=np.uint8))
+
+    def cost(self) -> npt.NDArray[np.int64]:
+        """Body bytes the escapes add to each block: its escaped bytes and its mark."""
+        cost: npt.NDArray[np.int64] = self.count + (self.count > 0)
+        return cost
+
+    def take(self, keep: npt.NDArray[np.bool_]) -> Escapes:
+        """These escapes with those of the blocks not in *keep* dropped."""
+        literal_keep = np.repeat(keep, self.count)
+        return Escapes(
+            np.where(keep, self.count, 0), np.where(keep, self.mark, 0).astype(np.uint8), self.literals[literal_keep]
+        )
+
+
+def _block_of(bounds: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    lengths = np.diff(bounds)
+    return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+
+def find_escapes(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], limit: int
+) -> tuple[npt.NDArray[np.uint8], Escapes]:
+    """Escape, in every block, the values that occur at most *limit* times.
+
+    A block escapes only when it has at least two such values (escaping one
+    value frees nothing: it becomes the mark) and when it is long enough to run
+    out of free codes, at least ``BYTES_PER_FREE_CODE`` bytes per free code
+    (shorter blocks rarely do; on the corpora this rule loses nothing against
+    escaping every block). The mark is the smallest escaped
+    value, so the larger freed values, which the engine takes first, stay in
+    long runs. Returns the changed data and the escapes.
+    """
+    n_blocks = len(bounds) - 1
+    block_of = _block_of(bounds)
+    cell = block_of * 256 + data
+    counts = np.bincount(cell, minlength=n_blocks * 256).reshape(n_blocks, 256)
+    rare = (counts > 0) & (counts <= limit)
+    free_codes = 256 - np.count_nonzero(counts, axis=1)
+    escaping = (np.count_nonzero(rare, axis=1) >= 2) & (np.diff(bounds) >= BYTES_PER_FREE_CODE * free_codes)
+    rare &= escaping[:, None]
+    if not escaping.any():
+        return data, Escapes.none(n_blocks)
+    mark = np.where(escaping, np.argmax(rare, axis=1), 0).astype(np.uint8)
+    escaped_at = np.flatnonzero(rare.ravel()[cell])
+    changed = data.copy()
+    changed[escaped_at] = mark[block_of[escaped_at]]
+    count = np.bincount(block_of[escaped_at], minlength=n_blocks).astype(np.int64)
+    return changed, Escapes(count, mark, data[escaped_at])
+
+
+def restore_escapes(
+    out: npt.NDArray[np.uint8], orig_len: npt.NDArray[np.int64], esc: Escapes, first_block: int
+) -> None:
+    """Put the escaped bytes back into the expanded blocks *out*, in place.
+
+    Every occurrence of a block's mark is one of its escaped bytes, so the marks
+    found must number exactly ``count``; anything else is damage.
+    """
+    escaping = esc.count > 0
+    if not escaping.any():
+        return
+    bounds = np.zeros(len(orig_len) + 1, dtype=np.int64)
+    np.cumsum(orig_len, out=bounds[1:])
+    found = np.flatnonzero(out == np.repeat(esc.mark, orig_len))
+    block = np.searchsorted(bounds, found, side="right") - 1
+    found = found[escaping[block]]
+    per_block = np.bincount(block[escaping[block]], minlength=len(orig_len))
+    bad = np.flatnonzero(per_block != esc.count)
+    if len(bad):
+        b = int(bad[0])
+        raise CorruptDataError(
+            f"block {first_block + b}: holds its escape mark {int(per_block[b])} times, "
+            f"its header says {int(esc.count[b])} escaped bytes"
+        )
+    out[found] = esc.literals

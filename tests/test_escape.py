@@ -1,0 +1,153 @@
+"""Escapes: which bytes a block sends aside, and putting them back."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bytepair
+from bytepair import CorruptDataError
+from bytepair._codec import _encode_blocks, run_engine
+from bytepair._escape import BYTES_PER_FREE_CODE, Escapes, find_escapes, restore_escapes
+from bytepair._expand import expand, expand_reference
+from bytepair._format import pack_frame
+from bytepair._params import Params
+
+
+def _text_with_rare_bytes(length: int, rare: bytes, seed: int = 0) -> bytes:
+    rng = np.random.default_rng(seed)
+    words = [b"the ", b"pair ", b"byte ", b"code ", b"block ", b"of ", b"and "]
+    text = bytearray(b"".join(words[i] for i in rng.integers(0, len(words), length // 3)))[:length]
+    for k, value in enumerate(rare):
+        text[(k * 7919) % length] = value
+    return bytes(text)
+
+
+def _one_block(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    return np.frombuffer(data, dtype=np.uint8), np.array([0, len(data)], dtype=np.int64)
+
+
+def test_rare_values_are_escaped_under_the_smallest_of_them() -> None:
+    data = _text_with_rare_bytes(5000, b"\xe9\x80\xe9\x01\xfc")
+    arr, bounds = _one_block(data)
+    changed, esc = find_escapes(arr, bounds, limit=10)
+    assert esc.count.tolist() == [5] and esc.mark.tolist() == [0x01]
+    assert esc.literals.tobytes() == bytes(v for v in data if v in b"\xe9\x80\x01\xfc")
+    assert not set(changed.tobytes()) & {0xE9, 0x80, 0xFC}  # freed: they can serve as codes
+    assert changed.tobytes().count(1) == 5
+    out = changed.copy()
+    restore_escapes(out, np.diff(bounds), esc, 0)
+    assert out.tobytes() == data
+
+
+def test_limit_counts_occurrences() -> None:
+    data = _text_with_rare_bytes(5000, b"\xe9" * 3 + b"\x80" * 4 + b"\xfc")
+    arr, bounds = _one_block(data)
+    assert find_escapes(arr, bounds, limit=3)[1].literals.tobytes() == bytes(v for v in data if v in b"\xe9\xfc")
+    assert find_escapes(arr, bounds, limit=4)[1].count.tolist() == [8]
+    assert find_escapes(arr, bounds, limit=0)[1].count.tolist() == [0]
+
+
+def test_one_rare_value_is_not_escaped() -> None:
+    """It would only become the mark: nothing is freed."""
+    arr, bounds = _one_block(_text_with_rare_bytes(5000, b"\xe9\xe9"))
+    changed, esc = find_escapes(arr, bounds, limit=10)
+    assert esc.count.tolist() == [0] and changed is arr
+
+
+def test_short_blocks_are_not_escaped() -> None:
+    """A block shorter than BYTES_PER_FREE_CODE bytes per free code rarely runs out of codes."""
+    data = _text_with_rare_bytes(5000, b"\xe9\x80\x01")
+    free = 256 - len(set(data))
+    arr, _ = _one_block(data)
+    for length, escapes in ((BYTES_PER_FREE_CODE * free - 1, False), (BYTES_PER_FREE_CODE * free, True)):
+        part = np.ascontiguousarray(arr[:length])
+        assert len(set(part.tobytes())) == 256 - free  # the rare bytes are in the prefix
+        count = find_escapes(part, np.array([0, length]), limit=10)[1].count
+        assert bool(count[0]) is escapes
+    assert find_escapes(*_one_block(b"ABABCABCD"), limit=10)[1].count.tolist() == [0]
+
+
+def test_blocks_are_escaped_independently() -> None:
+    a = _text_with_rare_bytes(4000, b"\xe9\x80", seed=1)
+    b = _text_with_rare_bytes(4000, b"", seed=2)
+    c = _text_with_rare_bytes(4000, b"\x80\x02\x80", seed=3)
+    arr = np.frombuffer(a + b + c, dtype=np.uint8)
+    bounds = np.array([0, 4000, 8000, 12000], dtype=np.int64)
+    changed, esc = find_escapes(arr, bounds, limit=10)
+    assert esc.count.tolist() == [2, 0, 3] and esc.mark.tolist() == [0x80, 0, 0x02]
+    assert esc.literals.tobytes() == b"\xe9\x80" + b"\x80\x80\x02"  # in position order
+    out = changed.copy()
+    restore_escapes(out, np.diff(bounds), esc, 0)
+    assert out.tobytes() == a + b + c
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=3000), min_size=1, max_size=6), st.integers(1, 40))
+def test_find_then_restore_is_the_identity(blocks: list[bytes], limit: int) -> None:
+    arr = np.frombuffer(b"".join(blocks), dtype=np.uint8)
+    bounds = np.concatenate(([0], np.cumsum([len(b) for b in blocks]))).astype(np.int64)
+    changed, esc = find_escapes(arr, bounds, limit)
+    assert int(esc.count.sum()) == len(esc.literals)
+    out = changed.copy()
+    restore_escapes(out, np.diff(bounds), esc, 0)
+    assert out.tobytes() == arr.tobytes()
+
+
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_a_mark_count_that_does_not_match_is_corrupt(delta: int) -> None:
+    data = _text_with_rare_bytes(5000, b"\xe9\x80\x01")
+    arr, bounds = _one_block(data)
+    changed, esc = find_escapes(arr, bounds, limit=10)
+    wrong = Escapes(esc.count + delta, esc.mark, np.zeros(int(esc.count[0]) + delta, dtype=np.uint8))
+    with pytest.raises(CorruptDataError, match="block 7: holds its escape mark 3 times, its header says"):
+        restore_escapes(changed.copy(), np.diff(bounds), wrong, 7)
+
+
+def test_fast_and_reference_decoders_restore_escapes_alike() -> None:
+    data = _text_with_rare_bytes(9000, b"\xe9\x80\x01\xfc\xfc", seed=4) + _text_with_rare_bytes(9000, b"\x03\x04")
+    arr = np.frombuffer(data, dtype=np.uint8)
+    tables = _encode_blocks(arr, np.array([0, 9000, 18000]), Params(), run_engine)
+    assert tables.escapes is not None and tables.escapes.count.tolist() == [5, 2]
+    assert expand(tables).tobytes() == expand_reference(tables) == data
+    bad = dataclasses.replace(
+        tables, escapes=Escapes(tables.escapes.count, tables.escapes.mark ^ np.uint8(1), tables.escapes.literals)
+    )
+    for decoder in (expand, expand_reference):
+        with pytest.raises(CorruptDataError, match="escape mark"):
+            decoder(bad)
+    assert len(pack_frame(tables, 0)) < len(data)
+
+
+def test_trial_keeps_the_smaller_way_per_block() -> None:
+    """Level 6 and up encode escaping blocks both ways: never bigger than either alone."""
+    rng = np.random.default_rng(3)
+    data = _text_with_rare_bytes(40000, bytes(rng.integers(128, 256, 60).astype(np.uint8)))
+    arr = np.frombuffer(data, dtype=np.uint8)
+    bounds = np.array([0, 8000, 16000, 24000, 32000, 40000], dtype=np.int64)
+    sizes = {}
+    for name, params in {
+        "plain": Params(escape_limit=0),
+        "escaped": Params(escape_limit=10),
+        "trial": Params(escape_limit=10, escape_trial=True),
+    }.items():
+        tables = _encode_blocks(arr, bounds, params, run_engine)
+        assert expand(tables).tobytes() == data
+        sizes[name] = len(pack_frame(tables, 0))
+    assert sizes["trial"] <= min(sizes["plain"], sizes["escaped"])
+
+
+def test_escape_limit_is_a_compress_parameter() -> None:
+    data = _text_with_rare_bytes(30000, b"\xe9\x80\x01\xfc")
+    plain = bytepair.compress(data, escape_limit=0)
+    escaped = bytepair.compress(data, escape_limit=10)
+    assert bytepair.decompress(plain) == bytepair.decompress(escaped) == data
+    assert plain != escaped
+    with pytest.raises(ValueError, match="escape_limit"):
+        bytepair.compress(data, escape_limit=-1)
+    with pytest.raises(TypeError, match="escape_limit"):
+        bytepair.compress(data, escape_limit=1.5)  # type: ignore[arg-type]
