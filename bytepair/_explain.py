@@ -25,6 +25,7 @@ import numpy.typing as npt
 from ._blocks import split_blocks
 from ._codec import FRAME_SIZE, block_costs
 from ._engine import StepRecord, encode_blocks
+from ._escape import find_escapes
 from ._format import _PER_BLOCK
 from ._params import DEFAULT_LEVEL, Params, resolve_params
 from ._stream import as_byte_view
@@ -91,8 +92,10 @@ class Explanation:
     cut by ``split_blocks``); the container may later join adjacent blocks it
     stores as they are. ``payload`` is the engine's encoded sequence even when
     ``stored`` is true: then the container keeps ``original`` instead, because
-    ``encoded_size`` (header + pair table + payload) would not be smaller than
-    ``BLOCK_HEADER_SIZE + len(original)``. ``compressed_size`` is what the block
+    ``encoded_size`` (header + pair table + escapes + payload) would not be smaller
+    than ``BLOCK_HEADER_SIZE + len(original)``. When the block escapes rare values,
+    ``escape_mark`` stands for each of them in ``escaped`` (their original values,
+    in order) and the steps work on the block so changed. ``compressed_size`` is what the block
     costs in the container. (The compressor may also store a block whose codes
     would expand past its decoder's memory budget; that takes pathological input,
     is decided per frame and is not modelled here.)
@@ -111,6 +114,21 @@ class Explanation:
     encoded_size: int
     compressed_size: int
     stored: bool
+    escape_mark: int | None = None
+    escaped: bytes = b""
+
+    @property
+    def escape_size(self) -> int:
+        """Body bytes the escapes take: the escaped bytes and the mark."""
+        return len(self.escaped) + 1 if self.escape_mark is not None else 0
+
+    @property
+    def changed(self) -> bytes:
+        """The block as the engine sees it: escaped bytes replaced by the mark."""
+        if self.escape_mark is None:
+            return self.original
+        escaped = set(self.escaped)
+        return bytes(self.escape_mark if v in escaped else v for v in self.original)
 
     @property
     def threshold(self) -> int:
@@ -142,6 +160,7 @@ def explain(
     threshold: int | None = None,
     max_distinct: int | None = None,
     block_size: int | None = None,
+    escape_limit: int | None = None,
     block: int = 0,
     keep_sequences: bool | None = None,
 ) -> Explanation:
@@ -155,7 +174,9 @@ def explain(
     if isinstance(block, bool) or not isinstance(block, int):
         raise TypeError(f"block must be an integer, not {type(block).__name__}")
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    params = resolve_params(level, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
+    params = resolve_params(
+        level, block_size=block_size, max_distinct=max_distinct, threshold=threshold, escape_limit=escape_limit
+    )
     arr = np.frombuffer(as_byte_view(raw), dtype=np.uint8)
     bounds = _block_bounds(arr, params)
     n_blocks = len(bounds) - 1
@@ -168,6 +189,8 @@ def explain(
         )
     lo, hi = int(bounds[block]), int(bounds[block + 1])
     piece = np.ascontiguousarray(arr[lo:hi])
+    one_block = np.asarray([0, hi - lo], dtype=np.int64)
+    engine_input, mark, escaped, escape_size = _escapes_as_compressed(piece, one_block, params)
     keep = (hi - lo) <= SHORT_BLOCK if keep_sequences is None else keep_sequences
 
     steps: list[Step] = []
@@ -192,13 +215,7 @@ def explain(
         )
         length = len(sequence)
 
-    enc = encode_blocks(
-        piece,
-        np.asarray([0, hi - lo], dtype=np.int64),
-        threshold=params.threshold,
-        recycle=params.recycle,
-        on_step=observe,
-    )
+    enc = encode_blocks(engine_input, one_block, threshold=params.threshold, recycle=params.recycle, on_step=observe)
     n_merges = int(enc.n_merges[0])
     n_fresh = int(enc.n_fresh[0])
     expansions: dict[int, bytes] = {v: bytes([v]) for v in range(256)}
@@ -208,9 +225,9 @@ def explain(
         expansions[code] = expansions[left] + expansions[right]
         table.append(Merge(code, left, right, int(enc.count[k]), k < n_fresh, expansions[code]))
     payload = enc.payload.tobytes()
-    cost = int(block_costs(enc)[0])
-    encoded_size = BLOCK_HEADER_SIZE + cost
-    stored = cost >= hi - lo
+    table_size = int(block_costs(enc)[0]) - len(payload)
+    encoded_size = BLOCK_HEADER_SIZE + table_size + escape_size + len(payload)
+    stored = encoded_size - BLOCK_HEADER_SIZE >= hi - lo
     return Explanation(
         block=block,
         n_blocks=n_blocks,
@@ -221,11 +238,35 @@ def explain(
         steps=tuple(steps),
         table=tuple(table),
         payload=payload,
-        table_size=cost - len(payload),
+        table_size=table_size,
         encoded_size=encoded_size,
         compressed_size=BLOCK_HEADER_SIZE + (hi - lo) if stored else encoded_size,
         stored=stored,
+        escape_mark=mark,
+        escaped=escaped,
     )
+
+
+def _escapes_as_compressed(
+    piece: npt.NDArray[np.uint8], one_block: npt.NDArray[np.int64], params: Params
+) -> tuple[npt.NDArray[np.uint8], int | None, bytes, int]:
+    """The block the engine gets, its escape mark, escaped bytes and their cost, as
+    ``_codec`` decides them (trying the block both ways when the level does)."""
+    if not params.escape_limit:
+        return piece, None, b"", 0
+    changed, esc = find_escapes(piece, one_block, params.escape_limit)
+    if not esc.count[0]:
+        return piece, None, b"", 0
+    escape_size = int(esc.cost()[0])
+    if params.escape_trial:
+
+        def cost(block: npt.NDArray[np.uint8]) -> int:
+            enc = encode_blocks(block, one_block, threshold=params.threshold, recycle=params.recycle)
+            return int(block_costs(enc)[0])
+
+        if not cost(changed) + escape_size < cost(piece):
+            return piece, None, b"", 0
+    return changed, int(esc.mark[0]), esc.literals.tobytes(), escape_size
 
 
 # -- showing symbols ------------------------------------------------------------
@@ -254,9 +295,7 @@ class _Names:
     def __init__(self, explanation: Explanation, letters: bool) -> None:
         present = set(explanation.original)
         free = [c for c in _LETTERS if ord(c) not in present] if letters else []
-        self.code_names = [
-            free[k] if k < len(free) else f"<{m.code}>" for k, m in enumerate(explanation.table)
-        ]
+        self.code_names = [free[k] if k < len(free) else f"<{m.code}>" for k, m in enumerate(explanation.table)]
         self.ran_out = letters and len(explanation.table) > len(free)
         # _after[t]: names after step t (t = 0 is the input)
         names = [_literal(v) for v in range(256)]
@@ -318,6 +357,9 @@ def to_json_dict(explanation: Explanation, *, letters: bool = False) -> dict[str
         "encoded_size": e.encoded_size,
         "compressed_size": e.compressed_size,
         "stored": e.stored,
+        "escape_mark": e.escape_mark,
+        "escaped": e.escaped.hex(),
+        "escape_size": e.escape_size,
         "letters": letters,
         "shown": {"payload": names.symbols(e.payload, len(e.table))},
     }
@@ -357,6 +399,16 @@ def format_text(explanation: Explanation, *, letters: bool = False) -> str:
     short = len(e.original) <= SHORT_BLOCK
     if short:
         out.append(f'input: "{names.symbols(e.original, 0)}"')
+    if e.escape_mark is not None:
+        rare = sorted(set(e.escaped))
+        out.append(
+            f"escapes: {_plural(len(e.escaped), 'byte')} of {_plural(len(rare), 'rare value')} "
+            f"({', '.join(names.symbols(bytes([v]), 0) for v in rare)}) replaced by "
+            f"{names.symbols(bytes([e.escape_mark]), 0)} and sent aside, freeing "
+            f"{_plural(len(rare) - 1, 'value')} to serve as codes"
+        )
+        if short:
+            out.append(f'input with escapes: "{names.symbols(e.changed, 0)}"')
     out.append("")
 
     if not e.steps:
@@ -372,8 +424,14 @@ def format_text(explanation: Explanation, *, letters: bool = False) -> str:
         rows = []
         for s in e.steps:
             code = names.code_names[s.step - 1] + ("" if s.fresh else " *")
-            row = [str(s.step), f'"{names.pair(s.step, s.left, s.right)}"', str(s.count), str(s.replaced), code,
-                   str(s.length_after)]
+            row = [
+                str(s.step),
+                f'"{names.pair(s.step, s.left, s.right)}"',
+                str(s.count),
+                str(s.replaced),
+                code,
+                str(s.length_after),
+            ]
             if with_sequence:
                 assert s.sequence_after is not None
                 row.append(f'"{names.symbols(s.sequence_after, s.step)}"')
@@ -386,24 +444,40 @@ def format_text(explanation: Explanation, *, letters: bool = False) -> str:
         out.append(f"pair table: {_plural(len(e.table), 'code')}")
         rows = []
         for k, m in enumerate(e.table):
-            rows.append([names.code_names[k], str(m.code), f'"{names.pair(k + 1, m.left, m.right)}"', str(m.count),
-                         "fresh" if m.fresh else "recycled", f'"{names.symbols(m.expansion, 0)}"'])
-        out += _columns(["code", "byte", "pair", "count", "kind", "stands for"], rows,
-                        [False, True, False, True, False, False])
+            rows.append(
+                [
+                    names.code_names[k],
+                    str(m.code),
+                    f'"{names.pair(k + 1, m.left, m.right)}"',
+                    str(m.count),
+                    "fresh" if m.fresh else "recycled",
+                    f'"{names.symbols(m.expansion, 0)}"',
+                ]
+            )
+        out += _columns(
+            ["code", "byte", "pair", "count", "kind", "stands for"], rows, [False, True, False, True, False, False]
+        )
     out.append("")
 
     final = f"result: {_plural(len(e.original), 'byte')} -> {_plural(len(e.payload), 'symbol')}"
     if short:
         final += f': "{names.symbols(e.payload, len(e.table))}"'
     out.append(final)
-    out.append(f"encoded block: {e.encoded_size} bytes = {BLOCK_HEADER_SIZE} header + {e.table_size} pair table "
-               f"+ {len(e.payload)} payload")
+    out.append(
+        f"encoded block: {e.encoded_size} bytes = {BLOCK_HEADER_SIZE} header + {e.table_size} pair table "
+        + (f"+ {e.escape_size} escapes " if e.escape_mark is not None else "")
+        + f"+ {len(e.payload)} payload"
+    )
     if e.stored:
-        out.append(f"compressed size: {e.compressed_size} bytes, stored as is "
-                   f"({BLOCK_HEADER_SIZE} header + {len(e.original)} bytes): encoding does not pay")
+        out.append(
+            f"compressed size: {e.compressed_size} bytes, stored as is "
+            f"({BLOCK_HEADER_SIZE} header + {len(e.original)} bytes): encoding does not pay"
+        )
     else:
-        out.append(f"compressed size: {e.compressed_size} bytes, encoded "
-                   f"(stored as is it would take {BLOCK_HEADER_SIZE + len(e.original)})")
+        out.append(
+            f"compressed size: {e.compressed_size} bytes, encoded "
+            f"(stored as is it would take {BLOCK_HEADER_SIZE + len(e.original)})"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -420,21 +494,35 @@ def _parser() -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("text", nargs="?", metavar="TEXT", help="the input, as given on the command line")
     source.add_argument("--file", metavar="FILE", help="read the input from FILE ('-' for standard input)")
-    parser.add_argument("--block", type=int, default=0, metavar="N",
-                        help="explain block N (counted from 0) instead of the first")
+    parser.add_argument(
+        "--block", type=int, default=0, metavar="N", help="explain block N (counted from 0) instead of the first"
+    )
     parser.add_argument("--level", type=int, metavar="1-9", help=f"preset to start from (default {DEFAULT_LEVEL})")
-    parser.add_argument("--threshold", type=int, metavar="N",
-                        help="replace a pair only if it occurs at least N times (Gage: 3)")
-    parser.add_argument("--max-distinct", type=int, metavar="N",
-                        help="end a block at the byte that makes N distinct values (Gage: 200)")
+    parser.add_argument(
+        "--threshold", type=int, metavar="N", help="replace a pair only if it occurs at least N times (Gage: 3)"
+    )
+    parser.add_argument(
+        "--max-distinct", type=int, metavar="N", help="end a block at the byte that makes N distinct values (Gage: 200)"
+    )
     parser.add_argument("--block-size", type=int, metavar="N", help="most bytes in one block (Gage: 5000)")
-    parser.add_argument("--letters", action="store_true",
-                        help="name codes Z, Y, X, ... in the order they are made, as textbooks do; capitals "
-                        "that occur in the block are skipped, and once the letters run out the remaining "
-                        "codes fall back to <byte value>")
-    parser.add_argument("--json", action="store_true",
-                        help="print the explanation as JSON (bytes as hex strings, plus the text renderings "
-                        "under 'shown')")
+    parser.add_argument(
+        "--escape-limit",
+        type=int,
+        metavar="N",
+        help="escape byte values seen at most N times in the block, freeing them as codes (0: never)",
+    )
+    parser.add_argument(
+        "--letters",
+        action="store_true",
+        help="name codes Z, Y, X, ... in the order they are made, as textbooks do; capitals "
+        "that occur in the block are skipped, and once the letters run out the remaining "
+        "codes fall back to <byte value>",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the explanation as JSON (bytes as hex strings, plus the text renderings under 'shown')",
+    )
     return parser
 
 
@@ -443,8 +531,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        resolve_params(args.level, block_size=args.block_size, max_distinct=args.max_distinct,
-                       threshold=args.threshold)
+        resolve_params(
+            args.level,
+            block_size=args.block_size,
+            max_distinct=args.max_distinct,
+            threshold=args.threshold,
+            escape_limit=args.escape_limit,
+        )
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
     try:
@@ -455,8 +548,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             with open(args.file, "rb") as f:
                 data = f.read()
-        explanation = explain(data, level=args.level, threshold=args.threshold, max_distinct=args.max_distinct,
-                              block_size=args.block_size, block=args.block)
+        explanation = explain(
+            data,
+            level=args.level,
+            threshold=args.threshold,
+            max_distinct=args.max_distinct,
+            block_size=args.block_size,
+            escape_limit=args.escape_limit,
+            block=args.block,
+        )
     except OSError as exc:
         print(f"bytepair explain: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 1

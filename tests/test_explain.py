@@ -57,7 +57,7 @@ def replace_pair(seq: bytes, left: int, right: int, code: int) -> bytes:
 def check_steps_against_reference(e: Explanation) -> None:
     """Before every step, the merged pair has the maximal count and the reported count;
     after it, the sequence is exactly the reference replacement."""
-    seq = e.original
+    seq = e.changed  # the block as the engine sees it, escapes applied
     assert e.steps, "nothing to check"
     for s in e.steps:
         counts = pair_counts(seq)
@@ -74,7 +74,7 @@ def check_steps_against_reference(e: Explanation) -> None:
     # the engine stopped for a reason: no pair frequent enough, or no code left for it
     top = max(pair_counts(seq).values(), default=0)
     n_fresh = sum(s.fresh for s in e.steps)
-    if n_fresh < 256 - len(set(e.original)):
+    if n_fresh < 256 - len(set(e.changed)):
         assert top < e.threshold
     else:
         recyclable = len(set(seq)) < 256 and len(e.steps) - n_fresh < 255
@@ -99,6 +99,8 @@ def container_blocks(data: bytes, **params: int) -> tuple[int, list[dict[str, ob
     t = unpack_frame_body(header, body, 0, 0)
     first_merge = np.cumsum(t.n_merges) - t.n_merges
     first_byte = np.cumsum(t.payload_len) - t.payload_len
+    esc = t.escapes
+    first_escaped = np.zeros(len(t.orig_len), dtype=np.int64) if esc is None else np.cumsum(esc.count) - esc.count
     blocks = []
     for b in range(len(t.orig_len)):
         m = slice(int(first_merge[b]), int(first_merge[b] + t.n_merges[b]))
@@ -108,6 +110,10 @@ def container_blocks(data: bytes, **params: int) -> tuple[int, list[dict[str, ob
                 "orig_len": int(t.orig_len[b]),
                 "merges": list(zip(t.code[m].tolist(), t.left[m].tolist(), t.right[m].tolist(), strict=True)),
                 "payload": t.payload[p].tobytes(),
+                "escape_mark": None if esc is None or not esc.count[b] else int(esc.mark[b]),
+                "escaped": b""
+                if esc is None
+                else esc.literals[first_escaped[b] : first_escaped[b] + esc.count[b]].tobytes(),
             }
         )
     return header.body_size, blocks
@@ -166,9 +172,9 @@ def test_sequences_kept_only_for_short_blocks_by_default() -> None:
 
 
 def test_no_merge() -> None:
-    e = explain(b"abcdef")
+    e = explain(b"abcdef", escape_limit=0)
     assert e.steps == () and e.table == () and e.payload == b"abcdef"
-    assert e.stored and e.compressed_size == 7 + 6
+    assert e.stored and e.compressed_size == 9 + 6
     assert "nothing to merge" in format_text(e)
 
 
@@ -180,7 +186,7 @@ def assert_matches_engine_and_container(data: bytes, explanations: list[Explanat
     assert len(blocks) == len(explanations) == explanations[0].n_blocks
     for e, stored in zip(explanations, blocks, strict=True):
         # the engine, run directly on the same block
-        arr = np.frombuffer(e.original, dtype=np.uint8)
+        arr = np.frombuffer(e.changed, dtype=np.uint8)
         enc = encode_blocks(arr, np.array([0, len(arr)]), threshold=e.threshold, recycle=e.params.recycle)
         assert [(s.code, s.left, s.right, s.count, s.fresh) for s in e.steps] == [
             (m.code, m.left, m.right, m.count, m.fresh) for m in e.table
@@ -197,7 +203,8 @@ def assert_matches_engine_and_container(data: bytes, explanations: list[Explanat
         assert stored["orig_len"] == len(e.original)
         assert stored["merges"] == [(m.code, m.left, m.right) for m in e.table]
         assert stored["payload"] == e.payload
-        assert expand(e.payload, e.table) == e.original
+        assert (stored["escape_mark"], stored["escaped"]) == (e.escape_mark, e.escaped)
+        assert expand(e.payload, e.table) == e.changed
     # and the sizes it reports add up to the frame's body
     assert sum(e.compressed_size for e in explanations) == body_size
 
@@ -223,14 +230,19 @@ def test_alice_matches_compressor() -> None:
     explanations = [first] + [explain(data, level=5, block=b) for b in range(1, first.n_blocks)]
     assert first.n_blocks > 1
     assert any(not m.fresh for e in explanations for m in e.table), "expected recycled codes in real text"
+    escaping = [e for e in explanations if e.escape_mark is not None]
+    assert escaping, "expected escapes of rare bytes in real text"
+    assert "escapes: " in format_text(escaping[0]) and f"+ {escaping[0].escape_size} escapes +" in format_text(
+        escaping[0]
+    )
     assert_matches_engine_and_container(data, explanations, level=5)
     check_steps_against_reference(explain(data, level=5, keep_sequences=True))
 
 
 def test_recycled_codes_read_as_literals_before_and_codes_after() -> None:
     others = bytes(v for v in range(256) if v not in b"ab")[:253]
-    data = b"ab" * 300 + others  # 255 distinct values: one fresh code only
-    e = explain(data, threshold=3, max_distinct=255, keep_sequences=True)
+    data = b"ab" * 300 + others  # 255 distinct values: one fresh code only (if none is escaped)
+    e = explain(data, threshold=3, max_distinct=255, escape_limit=0, keep_sequences=True)
     assert e.n_blocks == 1
     assert e.steps[0].fresh and (e.steps[0].left, e.steps[0].right, e.steps[0].code) == (97, 98, 255)
     assert not e.steps[1].fresh and e.steps[1].code == ord("b")  # the highest value that no longer occurs
@@ -269,8 +281,18 @@ def test_text_view() -> None:
     text = format_text(explain(b"ABABCABCD", threshold=2), letters=True)
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("step"))
-    assert lines[header].split() == ["step", "pair", "count", "replaced", "code", "length", "sequence", "after",
-                                     "the", "step"]
+    assert lines[header].split() == [
+        "step",
+        "pair",
+        "count",
+        "replaced",
+        "code",
+        "length",
+        "sequence",
+        "after",
+        "the",
+        "step",
+    ]
     assert lines[header + 1].split() == ["1", '"AB"', "3", "3", "Z", "6", '"ZZCZCD"']
     assert lines[header + 2].split() == ["2", '"ZC"', "2", "2", "Y", "4", '"ZYYD"']
     # aligned: every column starts at the same place on each row
@@ -282,12 +304,12 @@ def test_text_view() -> None:
             start = lines[header].index(column)
             assert lines[header + 1][start - 1] == " " and lines[header + 1][start] != " "
     assert 'result: 9 bytes -> 4 symbols: "ZYYD"' in text
-    assert "compressed size: 16 bytes, stored as is" in text
+    assert "compressed size: 18 bytes, stored as is" in text
     assert not any(line != line.rstrip() for line in lines)
 
 
 def test_text_view_escapes_bytes() -> None:
-    e = explain(b"\x00\x01\x00\x01\x00\x01\\\"\\\"\\\"\n\n\n", threshold=2)
+    e = explain(b'\x00\x01\x00\x01\x00\x01\\"\\"\\"\n\n\n', threshold=2)
     text = format_text(e)
     assert '"\\x00\\x01"' in text and '"\\\\\\""' in text
     assert '"<255><255>"' in text or '"<254><254>"' in text
