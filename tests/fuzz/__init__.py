@@ -101,12 +101,15 @@ class Report:
             lines.append(f"  {n:6d} x {kind} in {target} via {mutator}: case {first.index}: {first.detail[:160]}")
         if self.slowest:
             s = self.slowest
-            lines.append(f"slowest case: {s.cpu:.3f} s CPU ({s.wall:.3f} s wall), case {s.index} {s.target}: "
-                         f"{s.case[:200]}")
+            lines.append(
+                f"slowest case: {s.cpu:.3f} s CPU ({s.wall:.3f} s wall), case {s.index} {s.target}: {s.case[:200]}"
+            )
         if self.hungriest:
             h = self.hungriest
-            lines.append(f"most memory: {h.memory / 2**20:.1f} MiB ({'tracemalloc peak' if h.traced else 'RSS growth'})"
-                         f", case {h.index} {h.target}: {h.case[:200]}")
+            lines.append(
+                f"most memory: {h.memory / 2**20:.1f} MiB ({'tracemalloc peak' if h.traced else 'RSS growth'})"
+                f", case {h.index} {h.target}: {h.case[:200]}"
+            )
         return "\n".join(lines)
 
 
@@ -163,11 +166,16 @@ def run_case(target: Target, case: Case, index: int, traced: bool) -> tuple[Outc
     if not traced and cpu > limit:
         findings.append(("slow", f"{cpu:.2f} s CPU (limit {limit:.2f} s for {declared} bytes of output)"))
     if traced and peak > 4 * 2**20 + 48 * declared + 16 * len(case.data):
-        findings.append(("memory", f"tracemalloc peak {peak / 2**20:.1f} MiB for {len(case.data)} bytes in, "
-                                   f"{declared} declared out"))
+        findings.append(
+            (
+                "memory",
+                f"tracemalloc peak {peak / 2**20:.1f} MiB for {len(case.data)} bytes in, {declared} declared out",
+            )
+        )
     if not traced and growth > 32 * 2**20 + 64 * (declared + len(case.data)):
-        findings.append(("memory", f"peak RSS grew {growth / 2**20:.1f} MiB for {len(case.data)} bytes in, "
-                                   f"{declared} declared out"))
+        findings.append(
+            ("memory", f"peak RSS grew {growth / 2**20:.1f} MiB for {len(case.data)} bytes in, {declared} declared out")
+        )
     return outcome, findings, measure
 
 
@@ -180,7 +188,8 @@ def _save(finding: Finding, case: Case, save_dir: Path, n: int, seed: int, targe
         path = save_dir / f"{stem}.bin"
         path.write_bytes(case.data)
     replay = f"python -m tests.fuzz --seed {seed} --replay {finding.index}" + (
-        f" --target {target_option}" if target_option else "")
+        f" --target {target_option}" if target_option else ""
+    )
     (save_dir / f"{stem}.txt").write_text(
         f"kind: {finding.kind}\ntarget: {finding.target}\ncase {finding.index}: {case.describe()}\n"
         f"detail: {finding.detail}\nreplay: {replay}\n"
@@ -237,16 +246,23 @@ def run(
                     finding.path = _save(finding, case, save_dir, saved, seed, target_option)
                 report.findings.append(finding)
                 if log:
-                    print(f"FINDING {kind} in {target.name}, case {index}: {detail[:300]}\n    {case.describe()[:300]}",
-                          file=log, flush=True)
+                    print(
+                        f"FINDING {kind} in {target.name}, case {index}: {detail[:300]}\n    {case.describe()[:300]}",
+                        file=log,
+                        flush=True,
+                    )
                 if on_finding:
                     on_finding(finding)
         index += 1
         if log and time.perf_counter() >= next_progress:
             next_progress += progress_every
             elapsed = time.perf_counter() - start
-            print(f"[{elapsed:7.0f} s] {report.cases} cases ({report.cases / elapsed:.1f}/s), "
-                  f"{sum(report.signatures.values())} findings", file=log, flush=True)
+            print(
+                f"[{elapsed:7.0f} s] {report.cases} cases ({report.cases / elapsed:.1f}/s), "
+                f"{sum(report.signatures.values())} findings",
+                file=log,
+                flush=True,
+            )
     report.seconds = time.perf_counter() - start
     return report
 

@@ -21,8 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, help="stop after this many cases instead of --seconds")
     parser.add_argument("--first-case", type=int, default=0, help="start at this case number")
     parser.add_argument("--replay", type=int, metavar="I", help="rebuild and run case I only, and describe it")
-    parser.add_argument("--max-memory", type=float, default=6.0,
-                        help="address-space limit in GiB, so a memory bomb fails instead of swamping the machine")
+    parser.add_argument(
+        "--max-memory",
+        type=float,
+        default=6.0,
+        help="address-space limit in GiB, so a memory bomb fails instead of swamping the machine",
+    )
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines")
     opts = parser.parse_args(argv)
     targets = opts.target.split(",") if opts.target else None
@@ -36,8 +40,13 @@ def main(argv: list[str] | None = None) -> int:
         target, case = build_case(opts.seed, opts.replay, chosen, all_seeds())
         outcome, findings, measure = run_case(target, case, opts.replay, traced=False)
         print(f"case {opts.replay}: {target.name}: {case.describe()}")
-        result = (f"raised {type(outcome.exc).__name__}: {outcome.exc}" if outcome.exc is not None
-                  else f"returned {len(outcome.out)} bytes" if outcome.out is not None else "done")
+        result = (
+            f"raised {type(outcome.exc).__name__}: {outcome.exc}"
+            if outcome.exc is not None
+            else f"returned {len(outcome.out)} bytes"
+            if outcome.out is not None
+            else "done"
+        )
         print(f"  {result}; {measure.cpu:.3f} s CPU, {measure.wall:.3f} s wall")
         for kind, detail in findings:
             print(f"  FINDING {kind}: {detail}")
@@ -55,11 +64,22 @@ def main(argv: list[str] | None = None) -> int:
 
     save_dir = opts.save or default_save_dir()
     save_dir.mkdir(parents=True, exist_ok=True)
-    print(f"fuzzing {', '.join(targets or available_targets())} for "
-          f"{opts.cases if opts.cases is not None else opts.seconds} {'cases' if opts.cases else 'seconds'}, "
-          f"seed {opts.seed}, findings to {save_dir}", flush=True)
-    report = run(opts.seconds, opts.seed, targets, save_dir, max_cases=opts.cases, first_case=opts.first_case,
-                 log=sys.stdout, progress_every=opts.progress)
+    print(
+        f"fuzzing {', '.join(targets or available_targets())} for "
+        f"{opts.cases if opts.cases is not None else opts.seconds} {'cases' if opts.cases else 'seconds'}, "
+        f"seed {opts.seed}, findings to {save_dir}",
+        flush=True,
+    )
+    report = run(
+        opts.seconds,
+        opts.seed,
+        targets,
+        save_dir,
+        max_cases=opts.cases,
+        first_case=opts.first_case,
+        log=sys.stdout,
+        progress_every=opts.progress,
+    )
     print(report.summary(), flush=True)
     return 1 if report.findings else 0
 

@@ -1,6 +1,6 @@
 """Raw, unvalidated views of bytepair streams, for mutators that edit fields and fix checksums.
 
-Written from docs/FORMAT.md, independently of ``bytepair._format``: a mutator must be
+Written from docs/FORMAT.md (format version 2), independently of ``bytepair._format``: a mutator must be
 able to build frames the library would never write (wrong counts, bad code sets,
 inconsistent sizes) and still give them a correct ``frame_crc``, so that the damage
 reaches the validation behind the checksum.
@@ -13,8 +13,10 @@ import struct
 import zlib
 
 MAGIC = b"BYPR"
+VERSION = 2
 STREAM_HEADER_SIZE = 8
-FRAME_HEADER_SIZE = 21  # docs/FORMAT.md says "25-byte header" but its table (and bytepair) has 21
+FRAME_HEADER_SIZE = 21
+PER_BLOCK = 9  # orig_len u16, payload_len u16, n_fresh, n_recycled, code_set, n_escaped u16
 END_SIZE = 21
 KIND_FRAME = 0x46
 KIND_END = 0x45
@@ -25,7 +27,7 @@ _FRAME = struct.Struct("<BIIII")
 _END = struct.Struct("<BIQI")
 
 
-def stream_header(version: int = 1, flags: int = 0) -> bytes:
+def stream_header(version: int = VERSION, flags: int = 0) -> bytes:
     head = MAGIC + bytes([version & 0xFF, flags & 0xFF])
     return head + struct.pack("<H", zlib.crc32(head) & 0xFFFF)
 
@@ -37,7 +39,11 @@ def end_record(n_frames: int, total_size: int, total_crc: int) -> bytes:
 
 @dataclasses.dataclass
 class Block:
-    """One block's entries in the frame's columns, as bytes (nothing is checked)."""
+    """One block's entries in the frame's columns, as bytes (nothing is checked).
+
+    ``mark`` is what the block puts in the escape-marks section: one byte when
+    ``n_escaped > 0`` in a well-formed frame, else nothing (a mutator may break that).
+    """
 
     orig_len: int
     payload_len: int
@@ -48,9 +54,23 @@ class Block:
     fresh: bytes  # 2 bytes per fresh merge: left, right
     recycled: bytes  # 3 bytes per recycled merge: code, left, right
     payload: bytes
+    n_escaped: int = 0
+    mark: bytes = b""  # the block's escape mark (0 or 1 byte, as serialised)
+    escaped: bytes = b""  # the original values of its escaped bytes, in order
 
     def copy(self) -> Block:
         return dataclasses.replace(self)
+
+    @property
+    def stored(self) -> bool:
+        """No merges, no escapes: the payload is the data."""
+        return self.n_fresh == 0 and self.n_recycled == 0 and self.n_escaped == 0 and not self.mark
+
+    def set_escapes(self, n_escaped: int, mark: int | None, escaped: bytes) -> None:
+        """Escape fields that agree with each other (the mark present iff n_escaped > 0)."""
+        self.n_escaped = n_escaped
+        self.mark = bytes([mark]) if n_escaped > 0 and mark is not None else b""
+        self.escaped = escaped
 
 
 @dataclasses.dataclass
@@ -74,9 +94,12 @@ class Frame:
                 bytes(x.n_fresh & 0xFF for x in b),
                 bytes(x.n_recycled & 0xFF for x in b),
                 bytes(x.code_set & 0xFF for x in b),
+                b"".join(struct.pack("<H", x.n_escaped & 0xFFFF) for x in b),
                 *(x.code_set_bytes for x in b),
+                *(x.mark for x in b),
                 *(x.fresh for x in b),
                 *(x.recycled for x in b),
+                *(x.escaped for x in b),
                 *(x.payload for x in b),
             ]
         )
@@ -127,12 +150,29 @@ def parse_frame(buf: bytes, pos: int) -> tuple[Frame, int]:
     n_fresh = take(nb)
     n_rec = take(nb)
     kinds = take(nb)
+    n_esc = struct.unpack(f"<{nb}H", take(2 * nb))
     sets = [take(code_set_size(k)) for k in kinds]
+    marks = [take(1) if n else b"" for n in n_esc]
     fresh = [take(2 * n) for n in n_fresh]
     rec = [take(3 * n) for n in n_rec]
+    escaped = [take(n) for n in n_esc]
     pays = [take(n) for n in plen]
     blocks = [
-        Block(orig[i], plen[i], n_fresh[i], n_rec[i], kinds[i], sets[i], fresh[i], rec[i], pays[i]) for i in range(nb)
+        Block(
+            orig[i],
+            plen[i],
+            n_fresh[i],
+            n_rec[i],
+            kinds[i],
+            sets[i],
+            fresh[i],
+            rec[i],
+            pays[i],
+            n_esc[i],
+            marks[i],
+            escaped[i],
+        )
+        for i in range(nb)
     ]
     return Frame(nb, orig_size, body_size, content_crc, frame_crc, blocks), pos + FRAME_HEADER_SIZE + body_size
 
@@ -177,7 +217,7 @@ def declared_output(buf: bytes, max_length: int | None = None) -> int:
             continue
         if buf[pos] == KIND_FRAME and pos + FRAME_HEADER_SIZE <= len(buf):
             _, nb, orig, body, _ = _FRAME.unpack_from(buf, pos)
-            if not (1 <= orig <= MAX_FRAME_SIZE and 1 <= nb <= orig and 7 * nb <= body <= 7 * nb + orig):
+            if not (1 <= orig <= MAX_FRAME_SIZE and 1 <= nb <= orig and 0 <= body - PER_BLOCK * nb <= orig):
                 break
             if pos + FRAME_HEADER_SIZE + body > len(buf):
                 break

@@ -39,8 +39,17 @@ def chain_block(depth: int, payload: bytes | None = None, orig_len: int | None =
     _, total = table.lengths()
     kind, code_bytes = M._code_set_for(_NoBitmap(), codes)
     fresh = b"".join(bytes(m[1:]) for m in merges)
-    return C.Block(orig_len if orig_len is not None else min(total, 0xFFFF), len(payload), depth, 0, kind, code_bytes,
-                   fresh, b"", payload)
+    return C.Block(
+        orig_len if orig_len is not None else min(total, 0xFFFF),
+        len(payload),
+        depth,
+        0,
+        kind,
+        code_bytes,
+        fresh,
+        b"",
+        payload,
+    )
 
 
 class _NoBitmap(random.Random):

@@ -14,6 +14,8 @@ single-byte change, every cut, a frame dropped or repeated).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
 import random
 import struct
@@ -22,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from bytepair._escape import Escapes
 from bytepair._tables import PairTables
 
 from . import container as C
@@ -70,8 +73,14 @@ def bit_flips(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
             bit = rng.randrange(8 * len(data))
             bits ^= {bit}
             data[bit // 8] ^= 1 << (bit % 8)
-    return Mutant(bytes(data), f"bit_flips {sorted(bits)}", seed.fmt, seed.name, seed.original,
-                  must_fail=seed.fmt == "bytepair" and len(bits) == 1)
+    return Mutant(
+        bytes(data),
+        f"bit_flips {sorted(bits)}",
+        seed.fmt,
+        seed.name,
+        seed.original,
+        must_fail=seed.fmt == "bytepair" and len(bits) == 1,
+    )
 
 
 def byte_changes(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
@@ -82,15 +91,21 @@ def byte_changes(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
             break
         at = rng.randrange(len(data))
         r = rng.random()
-        value = rng.choice(INTERESTING8) if r < 0.4 else (data[at] + rng.choice((-1, 1))) % 256 if r < 0.6 else (
-            rng.randrange(256))
+        value = (
+            rng.choice(INTERESTING8)
+            if r < 0.4
+            else (data[at] + rng.choice((-1, 1))) % 256
+            if r < 0.6
+            else (rng.randrange(256))
+        )
         if value != data[at]:
             changed.add(at)
         data[at] = value
     changed = {at for at in changed if data[at] != seed.stream[at]}  # a later change may undo an earlier one
     single = seed.fmt == "bytepair" and len(changed) == 1
-    return Mutant(bytes(data), f"byte_changes at {sorted(changed)}", seed.fmt, seed.name, seed.original,
-                  must_fail=single)
+    return Mutant(
+        bytes(data), f"byte_changes at {sorted(changed)}", seed.fmt, seed.name, seed.original, must_fail=single
+    )
 
 
 def insert_bytes(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
@@ -125,8 +140,14 @@ def truncate(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
             rec = rng.choice(recs)
             cut = max(0, min(len(data) - 1, rng.choice((rec.start, rec.end)) + rng.choice((-1, 0, 1))))
     prefix = _boundary_prefix(seed, cut)
-    return Mutant(data[:cut], f"truncate to {cut} of {len(data)}", seed.fmt, seed.name, prefix,
-                  must_fail=seed.fmt == "bytepair" and prefix is None)
+    return Mutant(
+        data[:cut],
+        f"truncate to {cut} of {len(data)}",
+        seed.fmt,
+        seed.name,
+        prefix,
+        must_fail=seed.fmt == "bytepair" and prefix is None,
+    )
 
 
 def duplicate_range(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
@@ -136,8 +157,9 @@ def duplicate_range(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     lo = rng.randrange(len(data))
     hi = min(len(data), lo + rng.randint(1, 512))
     at = rng.randint(0, len(data))
-    return Mutant(data[:at] + data[lo:hi] + data[at:], f"duplicate {lo}:{hi} at {at}", seed.fmt, seed.name,
-                  seed.original)
+    return Mutant(
+        data[:at] + data[lo:hi] + data[at:], f"duplicate {lo}:{hi} at {at}", seed.fmt, seed.name, seed.original
+    )
 
 
 def splice(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
@@ -145,20 +167,28 @@ def splice(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     a, b = seed.stream, other.stream
     cut_a = rng.randint(0, len(a))
     cut_b = rng.randint(0, len(b))
-    return Mutant(a[:cut_a] + b[cut_b:], f"splice {seed.name}[:{cut_a}] + {other.name}[{cut_b}:]", seed.fmt,
-                  seed.name, None)
+    return Mutant(
+        a[:cut_a] + b[cut_b:], f"splice {seed.name}[:{cut_a}] + {other.name}[{cut_b}:]", seed.fmt, seed.name, None
+    )
 
 
 def append_garbage(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     tail = rng.choice((rng.randbytes(rng.randint(1, 40)), b"BY", b"BYPR", C.stream_header(), b"\x00" * 8))
-    return Mutant(seed.stream + tail, f"append {tail[:8]!r}... ({len(tail)} bytes)", seed.fmt, seed.name, None,
-                  must_fail=seed.fmt == "bytepair")
+    return Mutant(
+        seed.stream + tail,
+        f"append {tail[:8]!r}... ({len(tail)} bytes)",
+        seed.fmt,
+        seed.name,
+        None,
+        must_fail=seed.fmt == "bytepair",
+    )
 
 
 def concatenate(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     other = rng.choice([s for s in pool if s.fmt == seed.fmt] or [seed])
-    return Mutant(seed.stream + other.stream, f"concatenate {other.name}", seed.fmt, seed.name,
-                  seed.original + other.original)
+    return Mutant(
+        seed.stream + other.stream, f"concatenate {other.name}", seed.fmt, seed.name, seed.original + other.original
+    )
 
 
 def random_bytes(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
@@ -195,8 +225,9 @@ def _frames(seed: Seed) -> tuple[list[C.Record], list[int]]:
     return recs, [i for i, r in enumerate(recs) if r.kind == "frame"]
 
 
-def _join(data: bytes, recs: list[C.Record], parts: dict[int, bytes | None], extra: dict[int, bytes] | None = None
-          ) -> bytes:
+def _join(
+    data: bytes, recs: list[C.Record], parts: dict[int, bytes | None], extra: dict[int, bytes] | None = None
+) -> bytes:
     """The records again, with record i replaced by parts[i] (None: dropped), extra[i] inserted after it."""
     out = []
     end = 0
@@ -250,9 +281,16 @@ def end_edit(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     data = seed.stream
     if rng.random() < 0.25 and heads:  # a stream header with another version or flags, its check fixed
         i = rng.choice(heads)
-        version, flags = rng.choice(((2, 0), (0, 0), (1, 1), (1, 0x80), (255, 255)))
-        return Mutant(_join(data, recs, {i: C.stream_header(version, flags)}), f"stream header v{version} f{flags}",
-                      "bytepair", seed.name, None, must_fail=True)
+        v = C.VERSION
+        version, flags = rng.choice(((v - 1, 0), (v + 1, 0), (0, 0), (v, 1), (v, 0x80), (255, 255)))
+        return Mutant(
+            _join(data, recs, {i: C.stream_header(version, flags)}),
+            f"stream header v{version} f{flags}",
+            "bytepair",
+            seed.name,
+            None,
+            must_fail=True,
+        )
     if not ends:
         return bit_flips(rng, seed, pool)
     i = rng.choice(ends)
@@ -265,8 +303,14 @@ def end_edit(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
         total = (total + rng.choice((delta, 1 << 63, 1 << 32))) % (1 << 64)
     else:
         crc ^= rng.randrange(1, 1 << 32)
-    return Mutant(_join(data, recs, {i: C.end_record(n_frames, total, crc)}), f"end_edit {field}", "bytepair",
-                  seed.name, None, must_fail=True)
+    return Mutant(
+        _join(data, recs, {i: C.end_record(n_frames, total, crc)}),
+        f"end_edit {field}",
+        "bytepair",
+        seed.name,
+        None,
+        must_fail=True,
+    )
 
 
 def _pick_frame(rng: random.Random, seed: Seed) -> tuple[list[C.Record], int, C.Frame] | None:
@@ -309,8 +353,23 @@ def block_field(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     recs, i, frame = picked
     b = rng.randrange(len(frame.blocks))
     blk = frame.blocks[b]
-    field = rng.choice(("orig_len", "payload_len", "n_fresh", "n_recycled", "code_set", "code_set_bytes",
-                        "fresh", "recycled", "payload"))
+    field = rng.choice(
+        (
+            "orig_len",
+            "payload_len",
+            "n_fresh",
+            "n_recycled",
+            "code_set",
+            "code_set_bytes",
+            "fresh",
+            "recycled",
+            "payload",
+            "n_escaped",
+            "n_escaped",
+            "mark",
+            "escaped",
+        )
+    )
     consistent = rng.random() < 0.5  # also fix what depends on it, so only the deeper checks remain
     if field in ("orig_len", "payload_len"):
         old = getattr(blk, field)
@@ -336,6 +395,21 @@ def block_field(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
             filler = bytes(size) if rng.random() < 0.3 else rng.randbytes(size)  # an empty bitmap, say
             blk.code_set_bytes = (blk.code_set_bytes + filler)[:size]
         detail = f"{old} -> {blk.code_set}"
+    elif field == "n_escaped":
+        old = blk.n_escaped
+        new = _escape_count(rng, blk)
+        blk.n_escaped = new
+        if consistent:  # escaped bytes and mark to match: only the count check remains
+            blk.escaped = (blk.escaped + rng.randbytes(max(0, new - len(blk.escaped))))[:new]
+            blk.mark = (blk.mark or bytes([rng.randrange(256)]))[: 1 if new else 0]
+        detail = f"{old} -> {new}"
+    elif field == "mark":
+        old_mark = blk.mark
+        if consistent or not blk.mark:  # another value, or a mark a block without escapes must not have
+            blk.mark = bytes([rng.randrange(256)])
+        else:
+            blk.mark = b""
+        detail = f"{old_mark.hex() or '-'} -> {blk.mark.hex() or '-'}"
     else:
         raw = bytearray(getattr(blk, field))
         if not raw:
@@ -347,8 +421,13 @@ def block_field(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
         detail = "bytes edited"
     fix_counts = consistent or rng.random() < 0.5
     out = _join(seed.stream, recs, {i: frame.pack(fix_counts=fix_counts)})
-    return Mutant(out, f"block_field {field} block {b} {detail} consistent={consistent} counts={fix_counts}",
-                  "bytepair", seed.name, seed.original)
+    return Mutant(
+        out,
+        f"block_field {field} block {b} {detail} consistent={consistent} counts={fix_counts}",
+        "bytepair",
+        seed.name,
+        seed.original,
+    )
 
 
 def block_shuffle(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
@@ -372,7 +451,7 @@ def block_shuffle(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
         expect_same = True
         new: list[C.Block] = []
         for blk in blocks:
-            if blk.n_fresh == 0 and blk.n_recycled == 0 and blk.payload_len == blk.orig_len and rng.random() < 0.7:
+            if blk.stored and blk.payload_len == blk.orig_len and rng.random() < 0.7:
                 step = rng.choice((1, 2, 3, rng.randint(1, max(1, blk.orig_len))))
                 for lo in range(0, blk.orig_len, step):
                     p = blk.payload[lo : lo + step]
@@ -381,13 +460,200 @@ def block_shuffle(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
                 new.append(blk)
         frame.blocks = new
     else:  # neighbouring stored blocks joined beyond 64 KiB (orig_len wraps): must be refused
-        stored = [blk for blk in blocks if blk.n_fresh == 0 and blk.n_recycled == 0]
+        stored = [blk for blk in blocks if blk.stored]
         if stored:
             joined = b"".join(blk.payload for blk in stored)
             payload = joined * (1 + 65536 // max(1, len(joined)))
             blocks.append(C.Block(len(payload), len(payload), 0, 0, 0, b"", b"", b"", payload))
     out = _join(seed.stream, recs, {i: frame.pack()})
     return Mutant(out, f"block_shuffle {op} block {b}", "bytepair", seed.name, seed.original if expect_same else None)
+
+
+# -- escapes -----------------------------------------------------------------------
+
+
+def _escape_count(rng: random.Random, blk: C.Block) -> int:
+    """A new n_escaped for *blk*: off by one, zero, at or past orig_len, huge."""
+    n, orig = blk.n_escaped, blk.orig_len
+    return (
+        rng.choice(
+            (n + 1, max(0, n - 1), 0, 1, orig, orig + 1, orig - 1, 2 * n, 0xFFFF, 0x8000, rng.randrange(1 << 16))
+        )
+        & 0xFFFF
+    )
+
+
+def expansions(frame: C.Frame) -> list[bytes] | None:
+    """Each block's expansion before its escapes are restored (what its mark is counted in),
+    per the reference; None when the frame breaks a rule before that."""
+    if frame.raw_body is not None:
+        return None
+    try:
+        blocks = reference.parse_frame_body(frame.body(), len(frame.blocks), sum(b.orig_len for b in frame.blocks))
+        return reference.block_contents(blocks, budget=False, escapes=False)
+    except (reference.Invalid, struct.error):
+        return None
+
+
+def _mark_choice(rng: random.Random, expansion: bytes) -> int:
+    """A value of *expansion* to use as a mark: a rare one, the commonest, or any present one."""
+    counts = collections.Counter(expansion)
+    values = sorted(counts, key=lambda v: (counts[v], v))
+    r = rng.random()
+    if r < 0.5:
+        return values[0] if rng.random() < 0.5 else rng.choice(values[: max(1, len(values) // 4)])
+    if r < 0.7:
+        return values[-1]
+    return rng.choice(values)
+
+
+def add_escapes(rng: random.Random, blk: C.Block, expansion: bytes) -> str:
+    """Give *blk* escapes the format allows: a mark present in its expansion, one escaped
+    byte per occurrence (the mark itself, keeping the content, or other values)."""
+    mark = _mark_choice(rng, expansion)
+    n = expansion.count(mark)
+    style = rng.choice(("same", "rare", "random", "fresh"))
+    if style == "same":  # every escaped byte is the mark: the content does not change
+        escaped = bytes([mark]) * n
+    elif style == "rare":
+        escaped = bytes(rng.choice((0x80, 0x81, 0x9F, 0xFF, 0, mark)) for _ in range(n))
+    elif style == "fresh":  # values that are the block's fresh codes (as a writer's escapes are)
+        codes = [c for c in range(256) if c not in set(expansion)] or [mark]
+        escaped = bytes(rng.choice(codes) for _ in range(n))
+    else:
+        escaped = rng.randbytes(n)
+    blk.set_escapes(n, mark, escaped)
+    return f"add mark {mark} x{n} {style}"
+
+
+def escape_edit(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
+    """A block's escapes edited (count, mark, escaped bytes), moved, swapped, added or removed;
+    frame sizes and CRC recomputed, and half the time the content CRC and end record too, so
+    an edit the format allows gives a valid stream with other content."""
+    picked = _pick_frame(rng, seed)
+    if picked is None:
+        return bit_flips(rng, seed, pool)
+    recs, i, frame = picked
+    sizes = frame.n_blocks, frame.orig_size, frame.body_size
+    blocks = frame.blocks
+    notes = []
+    escaping = [b for b, blk in enumerate(blocks) if blk.n_escaped]
+    op = rng.choice(
+        ("count", "count", "mark", "mark", "escaped", "escaped", "move", "swap", "add", "add", "remove", "all")
+    )
+    if op in ("move", "swap") and len(blocks) == 1:
+        op = "count"
+    if op == "add" or not escaping:
+        exp = expansions(frame)
+        encoded = [x for x, blk in enumerate(blocks) if not blk.stored]
+        b = rng.choice(encoded) if encoded and rng.random() < 0.7 else rng.randrange(len(blocks))
+        if exp is None:
+            blocks[b].set_escapes(rng.randint(1, 4), rng.randrange(256), rng.randbytes(4))
+            blocks[b].escaped = blocks[b].escaped[: blocks[b].n_escaped]
+            notes.append(f"block {b} random escapes")
+        else:
+            notes.append(f"block {b} " + add_escapes(rng, blocks[b], exp[b]))
+        escaping = [b]
+        if op in ("add", "remove") or rng.random() < 0.3:  # (removing them again would undo it)
+            op = "add"
+    b = rng.choice(escaping)
+    blk = blocks[b]
+    if op == "count":
+        old = blk.n_escaped
+        new = _escape_count(rng, blk)
+        blk.n_escaped = new
+        if rng.random() < 0.7:  # the escaped bytes follow (so the sections stay aligned)
+            blk.escaped = (blk.escaped + rng.randbytes(max(0, new - len(blk.escaped))))[:new]
+            blk.mark = blk.mark[: 1 if new else 0]
+            notes.append("with bytes")
+        notes.append(f"block {b} n_escaped {old} -> {new}")
+    elif op == "mark":
+        old = blk.mark[0] if blk.mark else -1
+        exp = expansions(frame)
+        r = rng.random()
+        if exp is not None and r < 0.4:  # a value of the expansion: maybe one with the same count
+            same = [v for v in set(exp[b]) if exp[b].count(v) == blk.n_escaped and v != old]
+            new = rng.choice(same) if same and rng.random() < 0.6 else _mark_choice(rng, exp[b])
+        elif r < 0.6:
+            new = (old + rng.choice((1, -1))) % 256
+        elif r < 0.8 and blk.n_fresh:  # one of its fresh codes: never in the expansion
+            new = rng.choice(_codes_of(blk) or [rng.randrange(256)])
+        else:
+            new = rng.randrange(256)
+        blk.mark = bytes([new])
+        notes.append(f"block {b} mark {old} -> {new}")
+    elif op == "escaped":
+        raw = bytearray(blk.escaped)
+        what = rng.choice(("change", "drop", "add"))
+        at = rng.randint(0, max(0, len(raw) - 1))
+        if what == "change" and raw:
+            raw[at] = rng.choice(
+                ((raw[at] + 1) % 256, raw[at] ^ 0x80, blk.mark[0] if blk.mark else 0, rng.randrange(256))
+            )
+        elif what == "drop" and raw:
+            del raw[at]
+        else:
+            raw.insert(at, rng.randrange(256))
+        blk.escaped = bytes(raw)
+        if what != "change" and rng.random() < 0.5:  # n_escaped follows
+            blk.n_escaped = len(raw)
+            blk.mark = blk.mark[: 1 if raw else 0]
+            what += " with count"
+        notes.append(f"block {b} escaped byte {at} {what}")
+    elif op == "move":  # escape counts moved to another block
+        c = rng.choice([x for x in range(len(blocks)) if x != b])
+        k = rng.randint(1, blk.n_escaped)
+        blk.n_escaped -= k
+        blocks[c].n_escaped += k
+        if rng.random() < 0.5:  # the bytes too (the marks section follows the counts)
+            moved = blk.escaped[len(blk.escaped) - k :]
+            blk.escaped = blk.escaped[: len(blk.escaped) - k]
+            blocks[c].escaped = moved + blocks[c].escaped if c > b else blocks[c].escaped + moved
+            if not blk.n_escaped:
+                blocks[c].mark = blocks[c].mark or blk.mark
+                blk.mark = b""
+            elif not blocks[c].mark:
+                blocks[c].mark = bytes([rng.randrange(256)])
+            notes.append("with bytes")
+        notes.append(f"{k} escapes block {b} -> {c}")
+    elif op == "swap":
+        c = rng.choice([x for x in range(len(blocks)) if x != b])
+        x, y = blocks[b], blocks[c]
+        x.n_escaped, x.mark, x.escaped, y.n_escaped, y.mark, y.escaped = (
+            y.n_escaped,
+            y.mark,
+            y.escaped,
+            x.n_escaped,
+            x.mark,
+            x.escaped,
+        )
+        notes.append(f"escapes of blocks {b} and {c} swapped")
+    elif op == "remove":  # the marks stay in the content as literals
+        blk.set_escapes(0, None, b"")
+        notes.append(f"block {b} escapes removed")
+    elif op == "all":  # every escaping block's count or mark off by one
+        for e in escaping:
+            if rng.random() < 0.5:
+                blocks[e].n_escaped += 1
+                blocks[e].escaped += b"\x00"
+            elif blocks[e].mark:
+                blocks[e].mark = bytes([(blocks[e].mark[0] + 1) % 256])
+        notes.append(f"{len(escaping)} blocks off by one")
+    mutant = _finish_crafted(rng, seed, recs, {i: frame}, "escape_edit " + op + ": " + "; ".join(notes))
+    if rng.random() < 0.15:  # the frame header's sizes left as they were, its CRC fixed
+        frame.n_blocks, frame.orig_size, frame.body_size = sizes
+        parts: dict[int, bytes | None] = {i: frame.pack(fix_counts=False)}
+        mutant = dataclasses.replace(
+            mutant, data=_join(seed.stream, recs, parts), how=mutant.how + ", sizes kept", expect=seed.original
+        )
+    return mutant
+
+
+def _codes_of(blk: C.Block) -> list[int]:
+    try:
+        return reference._fresh_codes(blk.code_set, blk.code_set_bytes, blk.n_fresh)
+    except (reference.Invalid, IndexError):
+        return []
 
 
 # -- crafted pair tables ------------------------------------------------------------
@@ -443,8 +709,21 @@ def _fresh_pool(rng: random.Random, n: int) -> list[int]:
 
 def craft_table(rng: random.Random) -> Table:
     """A block's merges, valid or hostile in one of the ways FORMAT.md rules out."""
-    design = rng.choice(("doubling", "linear", "random", "recycled_churn", "cycle", "self_ref", "forward_ref",
-                         "duplicate_fresh", "budget", "wide", "recycled_self"))
+    design = rng.choice(
+        (
+            "doubling",
+            "linear",
+            "random",
+            "recycled_churn",
+            "cycle",
+            "self_ref",
+            "forward_ref",
+            "duplicate_fresh",
+            "budget",
+            "wide",
+            "recycled_self",
+        )
+    )
     a, b = rng.sample(range(48, 58), 2)
     if design == "doubling":  # up to 255 deep: code k spells 2**(k+1) bytes
         depth = rng.choice((1, 2, 8, 15, 16, 17, 30, 64, 254, 255, rng.randint(1, 255)))
@@ -475,8 +754,11 @@ def craft_table(rng: random.Random) -> Table:
         merges = [(codes[k], a, b if k == 0 else codes[k - 1]) for k in range(n_fresh)]
         c = rng.choice((a, b, *codes, rng.randrange(256)))
         for _ in range(rng.randint(1, 30 if design == "recycled_churn" else 16)):
-            merges.append((c, c, rng.choice((c, a, b))) if design == "recycled_self" else
-                          (c, rng.choice((a, b, c)), rng.choice((a, b, c))))
+            merges.append(
+                (c, c, rng.choice((c, a, b)))
+                if design == "recycled_self"
+                else (c, rng.choice((a, b, c)), rng.choice((a, b, c)))
+            )
         payload = bytes(rng.choice((c, a, b)) for _ in range(rng.randint(1, 10)))
         return Table(merges, n_fresh, payload, f"{design} code {c}")
     if design == "cycle":  # fresh codes that use each other: the later one before it exists
@@ -509,8 +791,10 @@ def craft_table(rng: random.Random) -> Table:
     return Table(merges, depth + extra, bytes([codes[depth - 1]]), f"budget {depth}+{extra}")
 
 
-def table_block(rng: random.Random, t: Table) -> tuple[C.Block, int]:
-    """The crafted table as a container block; orig_len is the true length, or a wrong one."""
+def table_block(rng: random.Random, t: Table, escapes: bool = True) -> tuple[C.Block, int]:
+    """The crafted table as a container block; orig_len is the true length, or a wrong one.
+    With *escapes*, a quarter of them get escapes: valid ones when the table can be expanded
+    (sometimes with the count off by one), else random ones."""
     _, total = t.lengths()
     orig = total if rng.random() < 0.8 else total + rng.choice((-1, 1, 2, -total // 2))
     orig = max(1, min(orig, 0xFFFF))
@@ -518,8 +802,9 @@ def table_block(rng: random.Random, t: Table) -> tuple[C.Block, int]:
     if rng.random() < 0.1:  # the code set itself hostile: wrong popcount, runs past 255, take 0
         sabotage = rng.choice(("popcount", "past255", "take0", "kind"))
         if sabotage == "popcount":
-            flags = bytearray(code_bytes if kind == C.BITMAP else _code_set_for(random.Random(0), [255])[1].ljust(32,
-                              b"\0"))
+            flags = bytearray(
+                code_bytes if kind == C.BITMAP else _code_set_for(random.Random(0), [255])[1].ljust(32, b"\0")
+            )
             flags[rng.randrange(32)] ^= 1 << rng.randrange(8)
             kind, code_bytes = C.BITMAP, bytes(flags)
         elif sabotage == "past255":
@@ -532,8 +817,26 @@ def table_block(rng: random.Random, t: Table) -> tuple[C.Block, int]:
         t.note += f" code set {sabotage}"
     fresh = b"".join(bytes([m[1], m[2]]) for m in t.merges[: t.n_fresh])
     recycled = b"".join(bytes(m) for m in t.merges[t.n_fresh :])
-    blk = C.Block(orig, len(t.payload), t.n_fresh, len(t.merges) - t.n_fresh, kind, code_bytes, fresh, recycled,
-                  t.payload)
+    blk = C.Block(
+        orig, len(t.payload), t.n_fresh, len(t.merges) - t.n_fresh, kind, code_bytes, fresh, recycled, t.payload
+    )
+    if escapes and rng.random() < 0.25:
+        expansion = None
+        if total <= 0xFFFF:
+            with contextlib.suppress(reference.Invalid):
+                expansion = reference.block_contents(
+                    [(orig, t.n_fresh, t.merges, t.payload)], budget=False, escapes=False
+                )[0]
+        if expansion:
+            t.note += " escapes " + add_escapes(rng, blk, expansion)
+            if rng.random() < 0.2:
+                blk.n_escaped += rng.choice((1, -1))
+                blk.escaped = blk.escaped[: blk.n_escaped] + rng.randbytes(max(0, blk.n_escaped - len(blk.escaped)))
+                t.note += " off by one"
+        else:
+            n = rng.randint(1, 8)
+            blk.set_escapes(n, rng.randrange(256), rng.randbytes(n))
+            t.note += f" random escapes x{n}"
     return blk, total
 
 
@@ -557,8 +860,9 @@ def crafted_frame(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     return _finish_crafted(rng, seed, recs, {i: frame}, f"crafted_frame {t.note}")
 
 
-def _finish_crafted(rng: random.Random, seed: Seed, recs: list[C.Record], frames: dict[int, C.Frame], how: str
-                    ) -> Mutant:
+def _finish_crafted(
+    rng: random.Random, seed: Seed, recs: list[C.Record], frames: dict[int, C.Frame], how: str
+) -> Mutant:
     """Pack edited frames; maybe recompute content CRCs and end records so the stream is valid."""
     recraft = rng.random() < 0.5
     data = seed.stream
@@ -596,19 +900,25 @@ def many_blocks(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     """A valid frame of very many tiny blocks, one of them encoded: what a decoder spends
     per block, not per byte, shows here (n_blocks may be as large as orig_size)."""
     n = rng.choice((1000, 5000, 20_000, rng.randint(100, 40_000)))
-    depth = rng.randint(1, 8)
-    t = Table([(255, 97, 97)] + [(255 - k, 256 - k, 256 - k) for k in range(1, depth)], depth, bytes([256 - depth]),
-              "")
-    blk, total = table_block(random.Random(0), t)
+    escaped = rng.random() < 0.3  # the one-byte blocks escaped too: 2 more body bytes each
+    depth = 15 if escaped else rng.randint(4, 8)  # shallower chains cost more body than they expand to
+    payload = bytes(range(256 - depth, 256)) + b"a" if escaped else bytes([256 - depth])  # 65535 or 2**depth
+    t = Table([(255, 97, 97)] + [(255 - k, 256 - k, 256 - k) for k in range(1, depth)], depth, payload, "")
+    blk, total = table_block(random.Random(0), t, escapes=False)
     blk.orig_len = total
     stored = rng.randbytes(n)
     blocks = [C.Block(1, 1, 0, 0, 0, b"", b"", b"", stored[k : k + 1]) for k in range(n)]
+    if escaped:  # as many as the chain's slack under the body bound allows
+        for k in range(min(n, (total - len(blk.fresh) - len(blk.code_set_bytes) - len(payload)) // 2)):
+            blocks[k].set_escapes(1, stored[k], bytes([rng.randrange(256)]))
     blocks.insert(rng.randint(0, n), blk)
     frame = C.Frame(0, 0, 0, 0, 0, blocks)
     content = reference.decode_frame_body(frame.body(), len(blocks), sum(x.orig_len for x in blocks))
     frame.content_crc = zlib.crc32(content)
     data = C.stream_header() + frame.pack() + C.end_record(1, len(content), zlib.crc32(content))
-    return Mutant(data, f"many_blocks {n} stored + chain {depth}", "bytepair", "-", content)
+    return Mutant(
+        data, f"many_blocks {n} stored{' escaped' if escaped else ''} + chain {depth}", "bytepair", "-", content
+    )
 
 
 BYTEPAIR_MUTATORS: list[tuple[Mutator, float]] = [
@@ -618,6 +928,7 @@ BYTEPAIR_MUTATORS: list[tuple[Mutator, float]] = [
     (block_field, 3),
     (block_shuffle, 1),
     (crafted_frame, 3),
+    (escape_edit, 3),
     (many_blocks, 0.05),
 ]
 
@@ -729,7 +1040,7 @@ def craft_gage_table(rng: random.Random) -> tuple[dict[int, tuple[int, int]], by
     codes = rng.sample(range(256), n)
     table = {}
     for k, c in enumerate(codes):
-        ops = [v for v in range(256) if v not in codes] [:6] + codes[:k]
+        ops = [v for v in range(256) if v not in codes][:6] + codes[:k]
         left = rng.choice([v for v in ops if v != c] or [a])
         table[c] = (left, rng.choice(ops))
     payload = bytes(rng.choice([*codes, a]) for _ in range(rng.randint(0, 50)))
@@ -816,14 +1127,26 @@ def craft_tables(rng: random.Random, pool: list[Seed]) -> tuple[PairTables, str]
         plen.append(len(t.payload))
         payload.extend(t.payload)
     tables = PairTables(
-        np.array(orig, dtype=np.int64), np.array(n_merges, dtype=np.int64), np.array(n_fresh, dtype=np.int64),
-        np.array(code, dtype=np.uint8), np.array(left, dtype=np.uint8), np.array(right, dtype=np.uint8),
-        np.array(plen, dtype=np.int64), np.array(payload, dtype=np.uint8),
+        np.array(orig, dtype=np.int64),
+        np.array(n_merges, dtype=np.int64),
+        np.array(n_fresh, dtype=np.int64),
+        np.array(code, dtype=np.uint8),
+        np.array(left, dtype=np.uint8),
+        np.array(right, dtype=np.uint8),
+        np.array(plen, dtype=np.int64),
+        np.array(payload, dtype=np.uint8),
     )
+    if rng.random() < 0.4:
+        tables.escapes = _craft_escapes(rng, blocks, orig)
+        notes.append(f"escapes {tables.escapes.count.tolist()}")
     if rng.random() < 0.3:  # edit columns in place
-        edits = []
+        edits: list[str] = []
         for _ in range(rng.randint(1, 4)):
-            col = rng.choice(("code", "left", "right", "payload", "orig_len", "n_fresh"))
+            col = rng.choice(("code", "left", "right", "payload", "orig_len", "n_fresh", "mark", "literals", "count"))
+            if col in ("mark", "literals", "count") and not _edit_escapes(rng, tables, col, edits):
+                col = "payload"
+            elif col in ("mark", "literals", "count"):
+                continue
             arr = getattr(tables, col)
             if not len(arr):
                 continue
@@ -839,6 +1162,65 @@ def craft_tables(rng: random.Random, pool: list[Seed]) -> tuple[PairTables, str]
     return tables, "; ".join(notes)
 
 
+def _craft_escapes(rng: random.Random, blocks: list[Table], orig: list[int]) -> Escapes:
+    """Escapes for crafted tables, within the columns' contract (one count and mark per block,
+    as many literals as the counts say): matching the expansion where it can be computed,
+    sometimes off by one, else random."""
+    count, mark, literals = [], [], bytearray()
+    for t, o in zip(blocks, orig, strict=True):
+        scratch = C.Block(o, len(t.payload), t.n_fresh, 0, 0, b"", b"", b"", t.payload)
+        r = rng.random()
+        if r < 0.4:
+            scratch.set_escapes(0, None, b"")
+        else:
+            expansion = None
+            if t.lengths()[1] <= 0xFFFF:
+                with contextlib.suppress(reference.Invalid):
+                    expansion = reference.block_contents(
+                        [(o, t.n_fresh, t.merges, t.payload)], budget=False, escapes=False
+                    )[0]
+            if expansion and r < 0.9:
+                add_escapes(rng, scratch, expansion)
+                if rng.random() < 0.15:
+                    n = max(0, scratch.n_escaped + rng.choice((1, -1)))
+                    scratch.set_escapes(n, scratch.mark[0] if scratch.mark else 0, rng.randbytes(n))
+            else:
+                n = rng.randint(1, 5)
+                scratch.set_escapes(n, rng.randrange(256), rng.randbytes(n))
+        count.append(scratch.n_escaped)
+        mark.append(scratch.mark[0] if scratch.mark else rng.choice((0, 0, rng.randrange(256))))
+        literals += scratch.escaped
+    return Escapes(
+        np.array(count, dtype=np.int64),
+        np.array(mark, dtype=np.uint8),
+        np.frombuffer(bytes(literals), dtype=np.uint8).copy(),
+    )
+
+
+def _edit_escapes(rng: random.Random, t: PairTables, col: str, edits: list[str]) -> bool:
+    """Edit the escapes of *t* in place, within the columns' contract: a mark or a literal
+    changed, or one escape count moved to another block (the literals stay as many)."""
+    esc = t.escapes
+    if esc is None or not len(esc.count):
+        return False
+    if col == "count":
+        src = np.flatnonzero(esc.count)
+        if not len(src):
+            return False
+        a, b = int(rng.choice(src.tolist())), rng.randrange(len(esc.count))
+        esc.count[a] -= 1
+        esc.count[b] += 1
+        edits.append(f"escape count block {a} -> {b}")
+        return True
+    arr = esc.mark if col == "mark" else esc.literals
+    if not len(arr):
+        return False
+    at = rng.randrange(len(arr))
+    arr[at] = rng.choice(((int(arr[at]) + 1) % 256, rng.randrange(256)))
+    edits.append(f"escape {col}[{at}]")
+    return True
+
+
 def tables_from_seed(rng: random.Random, pool: list[Seed]) -> tuple[PairTables, str]:
     """The tables of a real frame, some entries changed."""
     from bytepair._format import unpack_frame_body, unpack_frame_header
@@ -850,11 +1232,23 @@ def tables_from_seed(rng: random.Random, pool: list[Seed]) -> tuple[PairTables, 
     rec = rng.choice(recs)
     header = unpack_frame_header(seed.stream, rec.start, 0)
     t = unpack_frame_body(header, seed.stream[rec.start + C.FRAME_HEADER_SIZE : rec.end], 0, 0)
-    t = dataclasses.replace(t, code=t.code.copy(), left=t.left.copy(), right=t.right.copy(),
-                            payload=t.payload.copy(), orig_len=t.orig_len.copy(), n_fresh=t.n_fresh.copy())
-    edits = []
+    esc = t.escapes
+    t = dataclasses.replace(
+        t,
+        code=t.code.copy(),
+        left=t.left.copy(),
+        right=t.right.copy(),
+        payload=t.payload.copy(),
+        orig_len=t.orig_len.copy(),
+        n_fresh=t.n_fresh.copy(),
+        escapes=None if esc is None else Escapes(esc.count.copy(), esc.mark.copy(), esc.literals.copy()),
+    )
+    edits: list[str] = []
     for _ in range(rng.randint(0, 3)):
-        col = rng.choice(("code", "left", "right", "payload"))
+        col = rng.choice(("code", "left", "right", "payload", "mark", "literals", "count"))
+        if col in ("mark", "literals", "count"):
+            _edit_escapes(rng, t, col, edits)
+            continue
         arr = getattr(t, col)
         if len(arr):
             at = rng.randrange(len(arr))

@@ -20,7 +20,9 @@ from .container import (
     KIND_FRAME,
     MAGIC,
     MAX_FRAME_SIZE,
+    PER_BLOCK,
     STREAM_HEADER_SIZE,
+    VERSION,
 )
 
 NODE_BUDGET = 4  # docs/FORMAT.md: merges of a frame expand to at most 4 * orig_size + 65536 bytes
@@ -70,8 +72,16 @@ def _fresh_codes(kind: int, blob: bytes, n_fresh: int) -> list[int]:
     return codes
 
 
-def decode_frame_body(body: bytes, nb: int, orig_size: int) -> bytes:
-    """A frame body's content, or ``Invalid``; every rule of FORMAT.md but the CRCs."""
+Merge = tuple[int, int, int]
+Escapes = tuple[int, int, bytes]
+"""A block's escapes: (n_escaped, mark, escaped bytes)."""
+RefBlock = tuple[int, int, list[Merge], bytes] | tuple[int, int, list[Merge], bytes, Escapes]
+"""(orig_len, n_fresh, merges, payload[, escapes]): a block as the rules see it."""
+
+
+def parse_frame_body(body: bytes, nb: int, orig_size: int) -> list[RefBlock]:
+    """A frame body's blocks, after every structural rule of FORMAT.md (sections, sizes,
+    code sets); the rules on merges and expansions are ``decode_blocks``'s."""
     at = 0
 
     def take(n: int) -> bytes:
@@ -87,9 +97,12 @@ def decode_frame_body(body: bytes, nb: int, orig_size: int) -> bytes:
     n_fresh = take(nb)
     n_rec = take(nb)
     kinds = take(nb)
+    n_esc = struct.unpack(f"<{nb}H", take(2 * nb))
     sets = [take(32 if k == BITMAP else 2 * k if k <= 16 else 0) for k in kinds]
+    marks = [take(1)[0] if n else -1 for n in n_esc]
     fresh = [take(2 * n) for n in n_fresh]
     rec = [take(3 * n) for n in n_rec]
+    escaped = [take(n) for n in n_esc]
     pays = [take(n) for n in plen]
     if at != len(body):
         raise Invalid("bytes after the last payload")
@@ -97,24 +110,52 @@ def decode_frame_body(body: bytes, nb: int, orig_size: int) -> bytes:
         raise Invalid("orig_len do not add up to orig_size")
     if any(k != BITMAP and k > 16 for k in kinds):
         raise Invalid("code_set value")
-    blocks = []
+    if any(n_esc[b] > orig[b] for b in range(nb)):
+        raise Invalid("n_escaped larger than orig_len")
+    blocks: list[RefBlock] = []
     for b in range(nb):
         codes = _fresh_codes(kinds[b], sets[b], n_fresh[b])
         merges = [(codes[k], fresh[b][2 * k], fresh[b][2 * k + 1]) for k in range(n_fresh[b])]
         merges += [(rec[b][3 * k], rec[b][3 * k + 1], rec[b][3 * k + 2]) for k in range(n_rec[b])]
-        blocks.append((orig[b], n_fresh[b], merges, pays[b]))
-    return decode_blocks(blocks)
+        if n_esc[b]:
+            blocks.append((orig[b], n_fresh[b], merges, pays[b], (n_esc[b], marks[b], escaped[b])))
+        else:
+            blocks.append((orig[b], n_fresh[b], merges, pays[b]))
+    return blocks
 
 
-Merge = tuple[int, int, int]
+def decode_frame_body(body: bytes, nb: int, orig_size: int) -> bytes:
+    """A frame body's content, or ``Invalid``; every rule of FORMAT.md but the CRCs."""
+    return decode_blocks(parse_frame_body(body, nb, orig_size))
 
 
-def decode_blocks(blocks: list[tuple[int, int, list[Merge], bytes]], budget: bool = True) -> bytes:
-    """Blocks given as (orig_len, n_fresh, merges, payload), checked as FORMAT.md says, then
-    expanded; *budget* applies the rule that all merges together expand to at most
-    4 * (their blocks' size) + 65536 bytes."""
+def restore_escapes(expanded: bytes, escapes: Escapes) -> bytes:
+    """The k-th occurrence of the mark replaced by the k-th escaped byte; the count must match."""
+    n_escaped, mark, escaped = escapes
+    if len(escaped) != n_escaped:
+        raise Invalid("escaped bytes do not match n_escaped")
+    parts = expanded.split(bytes([mark]))
+    if len(parts) - 1 != n_escaped:
+        raise Invalid(f"the mark occurs {len(parts) - 1} times, n_escaped is {n_escaped}")
+    out = bytearray(parts[0])
+    for k in range(n_escaped):
+        out.append(escaped[k])
+        out += parts[k + 1]
+    return bytes(out)
+
+
+def decode_blocks(blocks: list[RefBlock], budget: bool = True) -> bytes:
+    """Blocks given as (orig_len, n_fresh, merges, payload[, (n_escaped, mark, escaped)]), checked
+    as FORMAT.md says, then expanded and their escapes restored; *budget* applies the rule that
+    all merges together expand to at most 4 * (their blocks' size) + 65536 bytes."""
+    return b"".join(block_contents(blocks, budget))
+
+
+def block_contents(blocks: list[RefBlock], budget: bool = True, escapes: bool = True) -> list[bytes]:
+    """``decode_blocks``, each block's content apart; without *escapes*, each block's
+    expansion as it is before its escapes are restored (their count unchecked)."""
     node_bytes = 0
-    for orig, n_fresh, merges, payload in blocks:
+    for orig, n_fresh, merges, payload, *_ in blocks:
         if orig < 1 or not 1 <= len(payload) <= orig:
             raise Invalid("block lengths")
         fresh_codes = [m[0] for m in merges[:n_fresh]]
@@ -139,12 +180,15 @@ def decode_blocks(blocks: list[tuple[int, int, list[Merge], bytes]], budget: boo
     if budget and node_bytes > NODE_BUDGET * sum(b[0] for b in blocks) + 65536:
         raise Invalid("merges expand to more than the frame budget")
     out = []
-    for _, _, merges, payload in blocks:
+    for _, _, merges, payload, *esc in blocks:
         meaning = [bytes([v]) for v in range(256)]
         for code, left, right in merges:
             meaning[code] = meaning[left] + meaning[right]
-        out.append(b"".join(meaning[s] for s in payload))
-    return b"".join(out)
+        expanded = b"".join(meaning[s] for s in payload)
+        if escapes and esc and esc[0][0]:
+            expanded = restore_escapes(expanded, esc[0])
+        out.append(expanded)
+    return out
 
 
 def decode_bytepair(buf: bytes, max_length: int | None = None, out: list[bytes] | None = None) -> bytes:
@@ -160,8 +204,8 @@ def decode_bytepair(buf: bytes, max_length: int | None = None, out: list[bytes] 
         if len(buf) - pos < STREAM_HEADER_SIZE:
             raise Invalid("truncated stream header")
         head = buf[pos : pos + STREAM_HEADER_SIZE]
-        if head[:4] != MAGIC or head[4] != 1 or head[5] != 0:
-            raise Invalid("not a version 1 stream")
+        if head[:4] != MAGIC or head[4] != VERSION or head[5] != 0:
+            raise Invalid(f"not a version {VERSION} stream")
         if struct.unpack_from("<H", head, 6)[0] != zlib.crc32(head[:6]) & 0xFFFF:
             raise Invalid("stream header check")
         pos += STREAM_HEADER_SIZE
@@ -178,7 +222,7 @@ def decode_bytepair(buf: bytes, max_length: int | None = None, out: list[bytes] 
                 _, nb, orig_size, body_size, content_crc, frame_crc = struct.unpack_from("<BIIIII", buf, pos)
                 if not (1 <= orig_size <= MAX_FRAME_SIZE and 1 <= nb <= orig_size):
                     raise Invalid("frame header ranges")
-                if not 7 * nb <= body_size <= 7 * nb + orig_size:
+                if not PER_BLOCK * nb <= body_size <= PER_BLOCK * nb + orig_size:
                     raise Invalid("frame body size")
                 if max_length is not None and produced + orig_size > max_length:
                     raise OverLimit("max_length")

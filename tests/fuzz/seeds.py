@@ -69,6 +69,23 @@ def _scattered(size: int) -> bytes:
     return used + bytes(used[i % 40] for i in range(size))
 
 
+def _rare_bytes(size: int, seed: int, every: int = 150, chunk: int = 0) -> bytes:
+    """Text with a few rare byte values (0x80..0x9f) scattered in it, one every *every* bytes:
+    the default level escapes them (values occurring a few times in a block are sent aside).
+    With *chunk*, every byte value is also put once in each *chunk* bytes, so that a block
+    of that size has no free code at all: it escapes whatever its length."""
+    rng = random.Random(seed)
+    out = bytearray(_text(size, seed))
+    for _ in range(size // every):
+        out[rng.randrange(len(out))] = rng.randrange(0x80, 0xA0)
+    for lo in range(0, size, chunk or size + 1):
+        hi = min(size, lo + chunk)
+        if hi - lo >= 256:
+            for value, at in zip(range(256), rng.sample(range(lo, hi), 256), strict=True):
+                out[at] = value
+    return bytes(out)
+
+
 def inputs() -> dict[str, bytes]:
     rng = random.Random(8)
     return {
@@ -82,21 +99,41 @@ def inputs() -> dict[str, bytes]:
         "scattered": _scattered(3000),
         "deep": b"a" * 4000 + b"b" * 70,
         "mixed": _text(2000, 2) + rng.randbytes(700) + b"\x00" * 900 + _text(1500, 3),
+        "rare": _rare_bytes(12_000, 4),
+        "rare-dense": _rare_bytes(3000, 5, every=20),  # many rare values
+        "rare-all": _rare_bytes(2000, 6, chunk=2000),  # every value present, the rare ones escaped
+        "rare-chunks": _rare_bytes(6000, 7, every=60, chunk=1000),  # every value in each 1000 bytes
     }
 
 
 def bytepair_seeds() -> list[Seed]:
     data = inputs()
     seeds = [Seed(f"bp-{name}", "bytepair", d, bytepair.compress(d)) for name, d in data.items()]
-    seeds.append(Seed("bp-text-t2-b300", "bytepair", data["text"][:3000], bytepair.compress(
-        data["text"][:3000], block_size=300, threshold=2)))
+    seeds.append(
+        Seed(
+            "bp-text-t2-b300",
+            "bytepair",
+            data["text"][:3000],
+            bytepair.compress(data["text"][:3000], block_size=300, threshold=2),
+        )
+    )
     seeds.append(Seed("bp-deep-t2", "bytepair", data["deep"], bytepair.compress(data["deep"], threshold=2)))
     seeds.append(Seed("bp-level1", "bytepair", data["mixed"], bytepair.compress(data["mixed"], level=1)))
     seeds.append(Seed("bp-level9", "bytepair", data["mixed"], bytepair.compress(data["mixed"], level=9)))
+    try:  # more escapes than the levels make (the parameter is new with format 2)
+        d = data["rare-dense"]
+        seeds.append(Seed("bp-escape-limit-40", "bytepair", d, bytepair.compress(d, escape_limit=40)))
+    except TypeError:  # pragma: no cover
+        pass
     with small_frames(700):
-        for name in ("text", "mixed", "recycling", "scattered"):
+        for name in ("text", "mixed", "recycling", "scattered", "rare"):
             d = data[name][:5000]
             seeds.append(Seed(f"bp-frames-{name}", "bytepair", d, bytepair.compress(d, block_size=300)))
+    with small_frames(2000):  # frames of two blocks with escapes
+        d = data["rare-chunks"]
+        seeds.append(Seed("bp-frames-rare-chunks", "bytepair", d, bytepair.compress(d, block_size=1000)))
+    d = data["rare-chunks"]  # one frame of six blocks with escapes
+    seeds.append(Seed("bp-blocks-rare-chunks", "bytepair", d, bytepair.compress(d, block_size=1000, threshold=2)))
     with small_frames(97):
         d = data["all256"][:1500]
         seeds.append(Seed("bp-frames-tiny", "bytepair", d, bytepair.compress(d, block_size=40, threshold=2)))
@@ -120,8 +157,14 @@ def gage_seeds() -> list[Seed]:
         for name in ("empty", "one", "text", "runs", "random", "all256", "deep", "mixed"):
             seeds.append(Seed(f"gage-{name}", "gage", data[name], _gage.compress(data[name])))
         seeds.append(Seed("gage-deep-t2", "gage", data["deep"], _gage.compress(data["deep"], threshold=2)))
-        seeds.append(Seed("gage-small-blocks", "gage", data["text"][:4000], _gage.compress(
-            data["text"][:4000], block_size=500, max_distinct=60)))
+        seeds.append(
+            Seed(
+                "gage-small-blocks",
+                "gage",
+                data["text"][:4000],
+                _gage.compress(data["text"][:4000], block_size=500, max_distinct=60),
+            )
+        )
     if GAGE_VECTORS.is_dir():
         for path in sorted(GAGE_VECTORS.glob("*.gage")):
             if path.stat().st_size <= MAX_VECTOR:

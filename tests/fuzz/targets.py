@@ -34,6 +34,7 @@ import numpy as np
 
 import bytepair
 from bytepair import BytePairError, OutputLimitError
+from bytepair._escape import Escapes
 from bytepair._expand import expand, expand_reference
 from bytepair._tables import PairTables
 
@@ -125,8 +126,14 @@ def bytepair_verdict(data: bytes, max_length: int | None = None) -> tuple[bytes 
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def judge_bytepair(case: Case, out: bytes | None, exc: BaseException | None, *, limit: int | None = None,
-                   allowed: tuple[type[BaseException], ...] = ()) -> list[Finding]:
+def judge_bytepair(
+    case: Case,
+    out: bytes | None,
+    exc: BaseException | None,
+    *,
+    limit: int | None = None,
+    allowed: tuple[type[BaseException], ...] = (),
+) -> list[Finding]:
     found: list[Finding] = []
     if exc is not None and not isinstance(exc, (BytePairError, *allowed)):
         return [("crash", f"{type(exc).__name__}: {exc}")]
@@ -270,8 +277,9 @@ class Stream(Target):
                     if pending:
                         d = bytepair.BytePairDecompressor()
             if not d.eof:
-                return Outcome(exc=bytepair.TruncatedDataError("(fuzz) the data ended before the stream did"),
-                               info=info)
+                return Outcome(
+                    exc=bytepair.TruncatedDataError("(fuzz) the data ended before the stream did"), info=info
+                )
             return Outcome(out=bytes(out), info=info)
         except Exception as exc:
             return Outcome(exc=exc, info=info)
@@ -379,8 +387,13 @@ class File(Target):
                 want = known[pos : pos + n] if n >= 0 else known[pos:]
                 if piece != want:
                     kind = "silent-corruption" if why else "wrong-output"
-                    found.append((kind, f"read at {pos} gave {len(piece)} bytes, not the {len(want)} bytes there"
-                                  + (f" (the stream is damaged: {why})" if why else "")))
+                    found.append(
+                        (
+                            kind,
+                            f"read at {pos} gave {len(piece)} bytes, not the {len(want)} bytes there"
+                            + (f" (the stream is damaged: {why})" if why else ""),
+                        )
+                    )
                     break
         if ref_out is not None and exc is not None and not isinstance(exc, OutputLimitError):
             found.append(("refuses-valid", f"{type(exc).__name__}: {exc}"))
@@ -475,14 +488,22 @@ class Decoders(Target):
         return Outcome(info=results)
 
     @staticmethod
-    def blocks(t: PairTables) -> list[tuple[int, int, list[reference.Merge], bytes]]:
-        out = []
-        m = p = 0
+    def blocks(t: PairTables) -> list[reference.RefBlock]:
+        out: list[reference.RefBlock] = []
+        m = p = e = 0
+        esc = t.escapes
         for b in range(len(t.orig_len)):
             n, k = int(t.n_merges[b]), int(t.payload_len[b])
-            merges = list(zip(t.code[m : m + n].tolist(), t.left[m : m + n].tolist(), t.right[m : m + n].tolist(),
-                              strict=True))
-            out.append((int(t.orig_len[b]), int(t.n_fresh[b]), merges, t.payload[p : p + k].tobytes()))
+            merges = list(
+                zip(t.code[m : m + n].tolist(), t.left[m : m + n].tolist(), t.right[m : m + n].tolist(), strict=True)
+            )
+            block = (int(t.orig_len[b]), int(t.n_fresh[b]), merges, t.payload[p : p + k].tobytes())
+            if esc is not None and esc.count[b]:
+                c = int(esc.count[b])
+                out.append((*block, (c, int(esc.mark[b]), esc.literals[e : e + c].tobytes())))
+                e += c
+            else:
+                out.append(block)
             m, p = m + n, p + k
         return out
 
@@ -543,8 +564,9 @@ class Cli(Target):
         ``ru_maxrss`` of a child counts the parent's image it was forked from.
         """
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen([sys.executable, "-m", "bytepair", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "bytepair", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+            )
             status_file = f"/proc/{proc.pid}/status"
             peak = 0
             deadline = time.monotonic() + timeout
@@ -565,8 +587,13 @@ class Cli(Target):
             proc.returncode = os.waitstatus_to_exitcode(status)
             out.seek(0)
             err.seek(0)
-            return {"rc": proc.returncode, "stdout": out.read(), "stderr": err.read().decode(errors="replace"),
-                    "cpu": usage.ru_utime + usage.ru_stime, "maxrss": peak}
+            return {
+                "rc": proc.returncode,
+                "stdout": out.read(),
+                "stderr": err.read().decode(errors="replace"),
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "maxrss": peak,
+            }
 
     def run(self, case: Case) -> Outcome:
         if Cli.baseline is None:
@@ -632,8 +659,22 @@ def available_targets() -> dict[str, Target]:
 
 
 def tables_digest(t: PairTables) -> bytes:
-    """A ``PairTables`` as bytes, to save a decoders finding (``np.savez``)."""
+    """A ``PairTables`` as bytes, to save a decoders finding (``np.savez``; ``load_tables`` reads it)."""
     buf = io.BytesIO()
-    columns: dict[str, Any] = {f.name: np.asarray(getattr(t, f.name)) for f in dataclasses.fields(t)}
+    columns: dict[str, Any] = {
+        f.name: np.asarray(getattr(t, f.name)) for f in dataclasses.fields(t) if f.name != "escapes"
+    }
+    if t.escapes is not None:  # as three arrays: escape_count, escape_mark, escape_literals
+        columns.update({f"escape_{f.name}": getattr(t.escapes, f.name) for f in dataclasses.fields(t.escapes)})
     np.savez(buf, **columns)
     return buf.getvalue()
+
+
+def load_tables(path: Path) -> PairTables:
+    """A ``PairTables`` saved by ``tables_digest``."""
+    with np.load(path) as z:
+        columns: dict[str, Any] = {f.name: z[f.name] for f in dataclasses.fields(PairTables) if f.name in z.files}
+        if "escape_count" in z.files:
+            columns["escapes"] = Escapes(z["escape_count"], z["escape_mark"], z["escape_literals"])
+    columns["first_block"] = int(columns["first_block"])
+    return PairTables(**columns)
