@@ -385,7 +385,7 @@ def test_size_larger_than_data_left() -> None:
     with pytest.raises(TruncatedDataError):
         gage.decompress(packed[:-1])
     with pytest.raises(TruncatedDataError):
-        gage.decompress(packed[:-len(read_blocks(packed)[0].payload) - 1])
+        gage.decompress(packed[: -len(read_blocks(packed)[0].payload) - 1])
 
 
 def doubling_chain(depth: int, payload: bytes) -> bytes:
