@@ -1,10 +1,13 @@
 """Round-trip benchmark: bytepair against zlib, bz2, lzma (and zstd when installed).
 
-    python benchmarks/roundtrip.py [PATH ...] [--levels 1,5,9] [--runs N]
-        [--json FILE] [--plot FILE.png] [--per-file/--no-per-file] [--quiet]
+    python benchmarks/roundtrip.py [PATH ...] [--levels 1,5,9] [--threads 1,0]
+        [--concat] [--runs N] [--json FILE] [--plot FILE.png]
+        [--per-file/--no-per-file] [--quiet]
 
 PATH is a file or a folder (its regular files, not recursive); with none, the
-built-in sample of ``bytepair._bench.sample_files()`` is used. Every round trip
+built-in sample of ``bytepair._bench.sample_files()`` is used. ``--concat``
+joins all inputs into one (several cores only share frames of 512 KiB or more,
+so scaling shows on large inputs). Every round trip
 is checked. The measuring lives in ``bytepair._bench`` (shared with
 ``bytepair -b``); this script only parses options and writes files.
 
@@ -42,6 +45,17 @@ def parse_levels(text: str) -> list[int]:
     return list(dict.fromkeys(levels))
 
 
+def parse_threads(text: str) -> list[int]:
+    """``1,0`` -> [1, 0]: bytepair's ``threads`` settings to measure (0 = one per core)."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = [-1]
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"threads must be a comma-separated list of integers >= 0: {text!r}")
+    return list(dict.fromkeys(values))
+
+
 def positive(text: str) -> int:
     try:
         value = int(text)
@@ -63,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[bytepair.DEFAULT_LEVEL],
         help=f"bytepair levels, comma-separated (default: {bytepair.DEFAULT_LEVEL})",
     )
+    parser.add_argument(
+        "--threads",
+        type=parse_threads,
+        default=[1],
+        help="bytepair threads settings, comma-separated; other than 1 adds codecs named bytepair-L-TN (default: 1)",
+    )
+    parser.add_argument("--concat", action="store_true", help="join all inputs into one before measuring")
     parser.add_argument("--runs", type=positive, default=5, help="runs per input and codec; times are medians (5)")
     parser.add_argument("--json", metavar="FILE", help="also write every figure and time as JSON to FILE")
     parser.add_argument("--plot", metavar="FILE.png", help="also plot ratio against speed (needs matplotlib)")
@@ -117,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         inputs = _bench.collect_inputs(args.paths) if args.paths else _bench.sample_files()
     except (OSError, ValueError) as exc:
         return fail(str(exc), 1)
+    if args.concat:
+        inputs = [(f"{len(inputs)} inputs joined", b"".join(data for _, data in inputs))]
     if not args.quiet:
         total = sum(len(data) for _, data in inputs)
         print(f"{len(inputs)} inputs, {total} bytes, {args.runs} runs", file=sys.stderr)
@@ -126,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             print(message, file=sys.stderr)
 
     try:
-        result = _bench.run_benchmark(inputs, levels=args.levels, runs=args.runs, progress=progress)
+        result = _bench.run_benchmark(
+            inputs, levels=args.levels, runs=args.runs, threads=args.threads, progress=progress
+        )
     except _bench.RoundTripError as exc:
         return fail(f"round trip failed: {exc}", 1)
     if not args.quiet:

@@ -299,10 +299,19 @@ def collect_inputs(paths: Sequence[str]) -> list[tuple[str, bytes]]:
 # -- measuring ------------------------------------------------------------------------
 
 
-def default_codecs(levels: Sequence[int]) -> list[Codec]:
-    """bytepair at each level, then the standard library's codecs at their usual
+def default_codecs(levels: Sequence[int], threads: Sequence[int] = (1,)) -> list[Codec]:
+    """bytepair at each level (and each *threads* setting: ``bytepair-5-T0`` is level
+    5 with ``threads=0``), then the standard library's codecs at their usual
     settings, then zstd level 3 when the ``zstandard`` package is installed."""
-    codecs = [Codec(f"bytepair-{level}", functools.partial(compress, level=level), decompress) for level in levels]
+    codecs = [
+        Codec(
+            f"bytepair-{level}" + ("" if n_threads == 1 else f"-T{n_threads}"),
+            functools.partial(compress, level=level, threads=n_threads),
+            decompress,
+        )
+        for level in levels
+        for n_threads in threads
+    ]
     codecs += [
         Codec(REFERENCE_CODEC, functools.partial(zlib.compress, level=6), zlib.decompress),
         Codec("bz2-9", functools.partial(bz2.compress, compresslevel=9), bz2.decompress),
@@ -360,6 +369,7 @@ def run_benchmark(
     *,
     levels: Sequence[int],
     runs: int = 5,
+    threads: Sequence[int] = (1,),
     codecs: Sequence[Codec] | None = None,
     timer: Callable[[], float] = time.perf_counter,
     progress: Callable[[str], None] | None = None,
@@ -367,8 +377,8 @@ def run_benchmark(
     """Compress and decompress every input with every codec *runs* times, checking
     each round trip, and keep every time (the figures use the median).
 
-    *codecs* defaults to ``default_codecs(levels)``; when given, it is the whole set
-    and *levels* is only recorded. Each run visits every input with every codec in
+    *codecs* defaults to ``default_codecs(levels, threads)``; when given, it is the
+    whole set and *levels* is only recorded. Each run visits every input with every codec in
     turn, starting one codec later each run, so drift and noise in the machine fall
     on all codecs alike. Raises ``RoundTripError`` naming the file and codec when a
     round trip fails, or when decompression raises.
@@ -384,7 +394,7 @@ def run_benchmark(
     names = [name for name, _ in inputs]
     if len(set(names)) != len(names):
         raise ValueError("input names must be unique")
-    codec_list = list(default_codecs(levels) if codecs is None else codecs)
+    codec_list = list(default_codecs(levels, threads) if codecs is None else codecs)
     if not codec_list or len({c.name for c in codec_list}) != len(codec_list):
         raise ValueError("codec names must be unique, and there must be at least one codec")
 

@@ -270,3 +270,21 @@ def test_script_plot_needs_matplotlib(tmp_path: Path) -> None:
     else:
         assert proc.returncode == 0, proc.stderr
         assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_threads_add_named_codecs() -> None:
+    names = [c.name for c in _bench.default_codecs([1, 5], threads=[1, 0, 2])]
+    assert names[:6] == ["bytepair-1", "bytepair-1-T0", "bytepair-1-T2", "bytepair-5", "bytepair-5-T0", "bytepair-5-T2"]
+    codec = _bench.default_codecs([5], threads=[2])[0]
+    assert codec.decompress(codec.compress(TEXT)) == TEXT
+
+
+def test_script_concat_joins_inputs_and_measures_threads(tmp_path: Path) -> None:
+    for name, data in INPUTS:
+        (tmp_path / name).write_bytes(data)
+    proc = run_script("--runs", "1", "--levels", "1", "--threads", "1,2", "--concat", "--no-per-file", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert f"| total | bytepair-1 | {len(TEXT) + 1000} |" in proc.stdout
+    assert f"| total | bytepair-1-T2 | {len(TEXT) + 1000} |" in proc.stdout
+    bad = run_script("--threads", "1,-1", str(tmp_path))
+    assert bad.returncode == 2 and "threads" in bad.stderr
