@@ -17,7 +17,7 @@ from ._engine import EncodedBlocks, encode_blocks
 from ._errors import CorruptDataError
 from ._escape import Escapes, find_escapes
 from ._expand import NODE_BUDGET, NODE_SLACK, expand
-from ._format import FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
+from ._format import BLOCK_HEADER_SIZE, FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
 from ._params import MAX_BLOCK_SIZE, Params
 from ._tables import PairTables, concat_ranges
 
@@ -38,8 +38,11 @@ def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
 
 def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks, esc: Escapes) -> npt.NDArray[np.bool_]:
     """Blocks to store as they are: those encoding does not shrink, and enough of
-    the rest to keep the frame's code expansions within the decoder's budget."""
-    stored = block_costs(enc) + esc.cost() >= orig_len
+    the rest to keep the frame's code expansions within the decoder's budget.
+
+    Runs of stored blocks share block headers, so an encoded block must save
+    its own header too (which matters only for tiny blocks)."""
+    stored = block_costs(enc) + esc.cost() + BLOCK_HEADER_SIZE >= orig_len
     block_of_merge = np.repeat(np.arange(len(orig_len)), enc.n_merges)
     node_bytes = np.bincount(block_of_merge, weights=enc.expansion, minlength=len(orig_len)).astype(np.int64)
     budget = NODE_BUDGET * int(orig_len.sum()) + NODE_SLACK

@@ -26,7 +26,7 @@ from ._blocks import split_blocks
 from ._codec import FRAME_SIZE, block_costs
 from ._engine import StepRecord, encode_blocks
 from ._escape import find_escapes
-from ._format import _PER_BLOCK
+from ._format import BLOCK_HEADER_SIZE
 from ._params import DEFAULT_LEVEL, Params, resolve_params
 from ._stream import as_byte_view
 
@@ -37,9 +37,6 @@ SHORT_BLOCK = 80
 
 Longer blocks would make the record (and the text view) grow with
 steps x length, and nobody reads a 32 KiB sequence 300 times over."""
-
-BLOCK_HEADER_SIZE = _PER_BLOCK
-"""Bytes of the container's per-block header, paid whether a block is encoded or stored."""
 
 _LETTERS = "ZYXWVUTSRQPONMLKJIHGFEDCBA"
 
@@ -93,7 +90,8 @@ class Explanation:
     stores as they are. ``payload`` is the engine's encoded sequence even when
     ``stored`` is true: then the container keeps ``original`` instead, because
     ``encoded_size`` (header + pair table + escapes + payload) would not be smaller
-    than ``BLOCK_HEADER_SIZE + len(original)``. When the block escapes rare values,
+    than ``len(original)`` (runs of stored blocks share one header, so encoding
+    must also save its own). When the block escapes rare values,
     ``escape_mark`` stands for each of them in ``escaped`` (their original values,
     in order) and the steps work on the block so changed. ``compressed_size`` is what the block
     costs in the container. (The compressor may also store a block whose codes
@@ -227,7 +225,7 @@ def explain(
     payload = enc.payload.tobytes()
     table_size = int(block_costs(enc)[0]) - len(payload)
     encoded_size = BLOCK_HEADER_SIZE + table_size + escape_size + len(payload)
-    stored = encoded_size - BLOCK_HEADER_SIZE >= hi - lo
+    stored = encoded_size >= hi - lo  # as _codec decides: stored runs share one header
     return Explanation(
         block=block,
         n_blocks=n_blocks,

@@ -19,6 +19,7 @@ from ._escape import Escapes
 from ._tables import PairTables, concat_ranges
 
 __all__ = [
+    "BLOCK_HEADER_SIZE",
     "END_SIZE",
     "FRAME_HEADER_SIZE",
     "KIND_END",
@@ -56,7 +57,7 @@ STREAM_HEADER_SIZE = _STREAM_HEADER.size
 FRAME_HEADER_SIZE = _FRAME_HEADER.size + 4  # + frame_crc
 END_SIZE = _END.size + 4  # + end_crc
 
-_PER_BLOCK = 9  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, code-set kind u8, n_escaped u16
+BLOCK_HEADER_SIZE = 9  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, code-set kind u8, n_escaped u16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +107,7 @@ def max_body_size(n_blocks: int, orig_size: int) -> int:
     An encoded block never takes more bytes than its data (it would be stored
     instead), so a reader never buffers more than about one frame's output.
     """
-    return n_blocks * _PER_BLOCK + orig_size
+    return n_blocks * BLOCK_HEADER_SIZE + orig_size
 
 
 def unpack_frame_header(buf: bytes | memoryview, offset: int, frame_index: int) -> FrameHeader:
@@ -118,7 +119,7 @@ def unpack_frame_header(buf: bytes | memoryview, offset: int, frame_index: int) 
         raise CorruptDataError(f"{where}: original size {orig_size} is out of range 1..{MAX_FRAME_SIZE}")
     if not 1 <= n_blocks <= orig_size:
         raise CorruptDataError(f"{where}: {n_blocks} blocks cannot hold {orig_size} bytes")
-    if not n_blocks * _PER_BLOCK <= body_size <= max_body_size(n_blocks, orig_size):
+    if not n_blocks * BLOCK_HEADER_SIZE <= body_size <= max_body_size(n_blocks, orig_size):
         raise CorruptDataError(f"{where}: body size {body_size} is impossible for {n_blocks} blocks")
     header = bytes(buf[offset : offset + _FRAME_HEADER.size])
     return FrameHeader(n_blocks, orig_size, body_size, content_crc, frame_crc, header)

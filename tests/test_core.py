@@ -27,6 +27,16 @@ HARD_CASES = {
 }
 
 
+@pytest.mark.parametrize("block_size", [16, 64, 100])
+def test_tiny_blocks_cost_no_more_than_storing(block_size: int) -> None:
+    """An encoded block must save its own header: stored neighbours share one."""
+    data = (b"Tiny blocks barely compress; the header of each one must be paid for. " * 60)[:4000]
+    bound = 8 + 21 + 21 + 9 * (-(-len(data) // 65535) + 1)
+    packed = bytepair.compress(data, block_size=block_size)
+    assert bytepair.decompress(packed) == data
+    assert len(packed) <= len(data) + bound
+
+
 @pytest.mark.parametrize("name", sorted(HARD_CASES))
 def test_hard_cases_round_trip(name: str) -> None:
     data = HARD_CASES[name]

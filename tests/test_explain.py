@@ -198,13 +198,16 @@ def assert_matches_engine_and_container(data: bytes, explanations: list[Explanat
         assert [len(m.expansion) for m in e.table] == enc.expansion.tolist()
         assert sum(m.fresh for m in e.table) == int(enc.n_fresh[0])
         assert e.payload == enc.payload.tobytes()
-        # the container's pair table and payload for that block
-        assert not e.stored
+        assert expand(e.payload, e.table) == e.changed
+        # the container's pair table and payload for that block (a stored block
+        # here has no stored neighbour to be merged with)
         assert stored["orig_len"] == len(e.original)
+        if e.stored:
+            assert stored["merges"] == [] and stored["payload"] == e.original and stored["escape_mark"] is None
+            continue
         assert stored["merges"] == [(m.code, m.left, m.right) for m in e.table]
         assert stored["payload"] == e.payload
         assert (stored["escape_mark"], stored["escaped"]) == (e.escape_mark, e.escaped)
-        assert expand(e.payload, e.table) == e.changed
     # and the sizes it reports add up to the frame's body
     assert sum(e.compressed_size for e in explanations) == body_size
 
@@ -220,6 +223,7 @@ def test_paragraph_in_small_blocks_matches_compressor() -> None:
     explanations = [explain(PARAGRAPH, block_size=300, threshold=2, block=b) for b in range(first.n_blocks)]
     assert [e.block_start for e in explanations] == list(range(0, len(PARAGRAPH), 300))
     assert b"".join(e.original for e in explanations) == PARAGRAPH
+    assert [e.stored for e in explanations] == [False] * 4 + [True]  # 127 bytes would take 128
     assert_matches_engine_and_container(PARAGRAPH, explanations, block_size=300, threshold=2)
 
 
