@@ -125,7 +125,7 @@ class _Workspace(Buffers):
         rows = MAX_BATCH_BLOCKS * 256 + 1  # the last row is the trash row
         self.counts = np.zeros(rows * 256, dtype=np.uint16)
         self.rowmax = np.zeros(rows, dtype=np.uint16)
-        self.rowmark = np.zeros(rows, dtype=np.bool_)
+        self.rowslot = np.zeros(rows, dtype=np.int64)  # scratch for de-duplicating rows
 
 
 def encode_blocks(
@@ -226,6 +226,11 @@ class _Batch:
         self.created = np.zeros((k, 256), dtype=np.int64)  # step that made each symbol
         self.depth = np.zeros((k, 256), dtype=np.int64)
         self.explen = np.ones((k, 256), dtype=np.int64)  # bytes each symbol stands for
+        # flat views: one index (block * 256 + symbol) is cheaper than two
+        self.symcount_flat = self.symcount.reshape(-1)
+        self.created_flat = self.created.reshape(-1)
+        self.depth_flat = self.depth.reshape(-1)
+        self.explen_flat = self.explen.reshape(-1)
         self.steps: list[tuple[npt.NDArray[Any], ...]] = []
 
         self._index_initial_pairs(data, block_of)
@@ -332,16 +337,24 @@ class _Batch:
                 depth = depth[ok]
         if not len(active):
             return active
+        # (block, symbol) as one index into the flat per-block tables
+        row_left = active * 256 + left
+        row_right = active * 256 + right
+        row_code = active * 256 + code
 
         # 3. the candidate positions of each block's pair, from the occurrence index
-        segment = np.maximum(self.created[active, left], self.created[active, right])
+        segment = np.maximum(self.created_flat[row_left], self.created_flat[row_right])
         query = segment * (_TABLE * k) + (left * 256 + right) * k + active
         keys = self.ws.buffer("index_keys", self.gn, np.int64)
         # keys are integers: the end of query q's run is the start of q + 1's
         lo, hi = np.searchsorted(keys, np.concatenate((query, query + 1))).reshape(2, -1)
         found = hi - lo
         owner = np.repeat(np.arange(len(active), dtype=np.int64), found)
-        cand = self.ws.buffer("index_pos", self.gn, np.int32)[concat_ranges(lo, found)]
+        # entry e of owner o's run sits at lo[o] + (e - first entry of o)
+        skip = lo - np.cumsum(found) + found
+        at = np.arange(len(owner), dtype=np.int64)
+        at += skip[owner]
+        cand = self.ws.buffer("index_pos", self.gn, np.int32)[at]
 
         # 4. keep those that still hold the pair
         val, nxt, prv = self.val, self.nxt, self.prv
@@ -391,12 +404,14 @@ class _Batch:
         inc = np.concatenate((np.where(has_p, base + key_a, trash), np.where(has_q, base + key_b, trash)))
         pos_a = np.where(p_is_partner, prv[p], p)
 
-        counts, rowmax, rowmark = ws.counts, ws.rowmax, ws.rowmark
+        counts, rowmax, rowslot = ws.counts, ws.rowmax, ws.rowslot
         dec_rows = dec >> 8
-        rowmark[dec_rows[counts[dec] == rowmax[dec_rows]]] = True
+        held_max = dec_rows[counts[dec] == rowmax[dec_rows]]  # rows whose maximum may drop
         np.subtract.at(counts, dec, np.uint16(1))
-        stale = np.flatnonzero(rowmark)
-        rowmark[stale] = False
+        # each row once: of the entries naming a row, keep the one whose number stuck
+        entry = np.arange(len(held_max))
+        rowslot[held_max] = entry
+        stale = held_max[rowslot[held_max] == entry]
         rowmax[stale] = counts.reshape(-1, 256)[stale].max(axis=1)
         np.add.at(counts, inc, np.uint16(1))
         inc_count = counts[inc]
@@ -414,16 +429,17 @@ class _Batch:
 
         # 8. symbol counts, code bookkeeping
         made = np.bincount(owner, minlength=len(active))
-        self.symcount[active, left] -= made
-        self.symcount[active, right] -= made
-        self.symcount[active, code] += made
+        symcount = self.symcount_flat
+        symcount[row_left] -= made
+        symcount[row_right] -= made
+        symcount[row_code] += made
         self.n_used[active] += has_fresh
         self.n_recycled[active] += ~has_fresh
-        self.created[active, code] = step
-        expansion = self.explen[active, left] + self.explen[active, right]
-        self.explen[active, code] = expansion
+        self.created_flat[row_code] = step
+        expansion = self.explen_flat[row_left] + self.explen_flat[row_right]
+        self.explen_flat[row_code] = expansion
         if self.max_depth is not None:
-            self.depth[active, code] = depth
+            self.depth_flat[row_code] = depth
 
         # 9. index the new pairs that are frequent enough to be chosen some day
         # (interleaved per match, so the entries stay in block and position order)
