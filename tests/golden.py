@@ -66,8 +66,8 @@ def regenerate() -> None:
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for name, (data, params) in CASES.items():
         (GOLDEN / f"{name}.bin").write_bytes(data)
-        (GOLDEN / f"{name}.bp").write_bytes(compress(data, **params))  # type: ignore[arg-type]
-        print(f"wrote {name}: {len(data)} -> {len(compress(data, **params))} bytes")  # type: ignore[arg-type]
+        (GOLDEN / f"{name}.bp").write_bytes(compress(data, **params))
+        print(f"wrote {name}: {len(data)} -> {len(compress(data, **params))} bytes")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+import bytepair._stream
 from bytepair import BytePairError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,3 +46,15 @@ def assert_every_bit_flip_is_an_error(blob: bytes, data: bytes, decode: Callable
         else:
             raise AssertionError(f"bit {bit} flipped: decoded {'the same' if out == data else 'wrong'} data")
         damaged[bit // 8] ^= 1 << (bit % 8)
+
+
+@contextlib.contextmanager
+def frame_size(size: int) -> Iterator[None]:
+    """Make the compressor cut frames of *size* input bytes, so small data makes multi-frame streams."""
+    names = vars(bytepair._stream)  # the compressor reads the module global
+    saved = names["FRAME_SIZE"]
+    names["FRAME_SIZE"] = size
+    try:
+        yield
+    finally:
+        names["FRAME_SIZE"] = saved

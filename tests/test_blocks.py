@@ -27,7 +27,7 @@ def reference_cuts(data: bytes, block_size: int, max_distinct: int) -> list[int]
 
 
 def cuts(data: bytes, block_size: int, max_distinct: int) -> list[int]:
-    return split_blocks(np.frombuffer(data, dtype=np.uint8), block_size, max_distinct).tolist()
+    return [int(c) for c in split_blocks(np.frombuffer(data, dtype=np.uint8), block_size, max_distinct)]
 
 
 def test_empty_input_has_no_blocks() -> None:

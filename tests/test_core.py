@@ -124,7 +124,7 @@ def test_levels_are_presets() -> None:
     data = b"a man, a plan, a canal: panama. " * 2000
     preset = bytepair.LEVELS[5]
     explicit = {"block_size": preset.block_size, "max_distinct": preset.max_distinct, "threshold": preset.threshold}
-    assert bytepair.compress(data, level=5) == bytepair.compress(data, level=1, **explicit)  # type: ignore[arg-type]
+    assert bytepair.compress(data, level=5) == bytepair.compress(data, level=1, **explicit)
     assert bytepair.compress(data, level=1, threshold=2) != bytepair.compress(data, level=1)
 
 
@@ -186,7 +186,12 @@ def test_threads_give_identical_output(monkeypatch: pytest.MonkeyPatch) -> None:
     serial = bytepair.compress(data, block_size=3000)
     pools: list[int] = []
     real_pool = parallel_module._shared_pool
-    monkeypatch.setattr(parallel_module, "_shared_pool", lambda n: pools.append(n) or real_pool(n))
+
+    def counting_pool(n: int) -> object:
+        pools.append(n)
+        return real_pool(n)
+
+    monkeypatch.setattr(parallel_module, "_shared_pool", counting_pool)
     parallel = bytepair.compress(data, block_size=3000, threads=3)
     assert pools and set(pools) == {2}, "frames must be shared with two worker processes"
     assert serial == parallel
@@ -201,7 +206,7 @@ def test_one_shot_functions_are_thread_safe() -> None:
 
     def work(i: int) -> None:
         results[i] = bytepair.compress(inputs[i])
-        unpacked[i] = bytepair.decompress(results[i])  # type: ignore[arg-type]
+        unpacked[i] = bytepair.decompress(results[i])
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
     for t in threads:

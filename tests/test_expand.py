@@ -114,7 +114,7 @@ def frames_of(blob: bytes) -> list[PairTables]:
     """The pair tables of every frame of a one-stream blob."""
     from bytepair._format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_body, unpack_frame_header
 
-    tables = []
+    tables: list[PairTables] = []
     pos = STREAM_HEADER_SIZE
     while blob[pos] == ord("F"):
         header = unpack_frame_header(blob, pos, len(tables))

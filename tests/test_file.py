@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import random
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -20,8 +19,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import bytepair
 import bytepair._file as file_module
-import bytepair._stream as stream
 from bytepair import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
+from bytepair._codec import decode_frame
 from bytepair._crc import crc32_combine
 from bytepair._file import BytePairFile, decompress_range
 from bytepair._file import open as bp_open
@@ -34,17 +33,7 @@ from bytepair._format import (
     pack_stream_header,
     unpack_frame_header,
 )
-
-
-@contextlib.contextmanager
-def frame_size(size: int) -> Iterator[None]:
-    """Write frames of *size* input bytes, so small data makes multi-frame streams."""
-    saved = stream.FRAME_SIZE
-    stream.FRAME_SIZE = size
-    try:
-        yield
-    finally:
-        stream.FRAME_SIZE = saved
+from tests.helpers import frame_size
 
 
 def frame_records(packed: bytes) -> list[tuple[int, bytes]]:
@@ -143,7 +132,7 @@ def test_lines_and_readinto() -> None:
         assert list(f) == io.BytesIO(DATA).readlines()  # lines end at \n only
     with BytePairFile(io.BytesIO(PACKED)) as f:
         out = np.zeros(1001, dtype=np.uint32)  # any writable buffer, filled byte-wise
-        assert f.readinto(out) == out.nbytes
+        assert f.readinto(out) == out.nbytes  # type: ignore[arg-type]  # a buffer at run time
         assert out.tobytes() == DATA[: out.nbytes]
         buf = bytearray(10**6)
         n = f.readinto(buf)
@@ -319,7 +308,7 @@ def test_seeks_decode_only_the_frames_they_need(large_file: tuple[Path, bytes, i
 def test_decompress_range_on_the_large_file(large_file: tuple[Path, bytes, int]) -> None:
     path, unit, copies = large_file
     blob = path.read_bytes()
-    with mock.patch.object(file_module, "decode_frame", wraps=file_module.decode_frame) as decode:
+    with mock.patch.object(file_module, "decode_frame", wraps=decode_frame) as decode:
         assert decompress_range(blob, copies * len(unit) - 1024, 10_000) == unit[-1024:]
         assert decode.call_count == 1
 
@@ -390,7 +379,7 @@ def test_write_equals_one_shot_compression(tmp_path: Path) -> None:
 def test_write_accepts_buffers_and_leaves_a_given_file_open() -> None:
     out = io.BytesIO()
     with BytePairFile(out, "wb") as f:
-        assert f.write(np.arange(10, dtype=np.uint32)) == 40
+        assert f.write(np.arange(10, dtype=np.uint32)) == 40  # type: ignore[arg-type]  # a buffer at run time
         assert f.write(memoryview(b"abc")) == 3
         assert f.write(bytearray(b"de")) == 2
     assert not out.closed
@@ -463,7 +452,7 @@ def test_closed_file_raises_value_error() -> None:
     f.close()
     f.close()  # idempotent
     assert f.closed
-    calls = [
+    calls: list[Callable[[], object]] = [
         f.read,
         f.read1,
         f.readline,
@@ -493,7 +482,15 @@ def test_closed_file_raises_value_error() -> None:
 
 def test_wrong_direction_is_unsupported() -> None:
     with BytePairFile(io.BytesIO(), "w") as w:
-        for call in [w.read, w.read1, w.readline, w.peek, lambda: w.seek(0), lambda: w.readinto(bytearray(1))]:
+        calls: list[Callable[[], object]] = [
+            w.read,
+            w.read1,
+            w.readline,
+            w.peek,
+            lambda: w.seek(0),
+            lambda: w.readinto(bytearray(1)),
+        ]
+        for call in calls:
             with pytest.raises(io.UnsupportedOperation):
                 call()
         assert not w.seekable()
@@ -607,14 +604,14 @@ def test_text_append_and_encodings(tmp_path: Path) -> None:
 @given(start=st.integers(0, len(DATA) + 100), length=st.integers(0, len(DATA) + 100))
 def test_decompress_range_is_slicing(start: int, length: int) -> None:
     bounds = frame_bounds(PACKED)
-    with mock.patch.object(file_module, "decode_frame", wraps=file_module.decode_frame) as decode:
+    with mock.patch.object(file_module, "decode_frame", wraps=decode_frame) as decode:
         assert decompress_range(PACKED, start, length) == DATA[start : start + length]
     overlapping = sum(1 for lo, hi in bounds if max(lo, start) < min(hi, start + length))
     assert decode.call_count == overlapping
 
 
 def test_decompress_range_arguments() -> None:
-    assert decompress_range(bytearray(PACKED), np.int64(3), 4) == DATA[3:7]
+    assert decompress_range(bytearray(PACKED), np.int64(3), 4) == DATA[3:7]  # type: ignore[arg-type]  # an index
     assert decompress_range(PACKED, 0, 2**70) == DATA
     assert decompress_range(PACKED, 2**70, 5) == b""
     assert decompress_range(PACKED, 10, 0) == b""

@@ -21,7 +21,7 @@ from bytepair._format import (
     unpack_frame_header,
 )
 from tests.golden import CASES, GOLDEN
-from tests.helpers import assert_every_bit_flip_is_an_error
+from tests.helpers import assert_every_bit_flip_is_an_error, frame_size
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -30,7 +30,7 @@ def test_golden_bytes_are_frozen(name: str) -> None:
     stored_input = (GOLDEN / f"{name}.bin").read_bytes()
     golden = (GOLDEN / f"{name}.bp").read_bytes()
     assert stored_input == data, "the golden input changed; regenerate with python -m tests.golden"
-    assert bytepair.compress(data, **params) == golden, (  # type: ignore[arg-type]
+    assert bytepair.compress(data, **params) == golden, (
         "the bytes written changed: bump the format version, document it in docs/FORMAT.md, "
         "and regenerate with python -m tests.golden"
     )
@@ -89,15 +89,9 @@ def test_code_sets_choose_the_cheaper_form() -> None:
 
 @pytest.fixture(scope="module")
 def multi_frame_stream() -> tuple[bytes, bytes]:
-    import bytepair._stream as stream
-
     data = (b"abracadabra, " * 40 + bytes(range(256)) + b"the quick brown fox " * 30) * 2
-    saved = stream.FRAME_SIZE
-    stream.FRAME_SIZE = 700
-    try:
+    with frame_size(700):
         blob = bytepair.compress(data, block_size=300)
-    finally:
-        stream.FRAME_SIZE = saved
     assert blob.count(b"F") >= 3
     return data, blob
 
