@@ -20,6 +20,9 @@ from ._errors import CorruptDataError
 __all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
 
 BYTES_PER_FREE_CODE = 16
+"""A block escapes only if it holds at least this many bytes per free code: shorter
+blocks rarely use up their codes, so escapes would cost bytes and free nothing
+useful (on the corpora, escaping every block instead gains nothing)."""
 
 
 @dataclasses.dataclass
