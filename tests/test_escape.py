@@ -151,3 +151,44 @@ def test_escape_limit_is_a_compress_parameter() -> None:
         bytepair.compress(data, escape_limit=-1)
     with pytest.raises(TypeError, match="escape_limit"):
         bytepair.compress(data, escape_limit=1.5)  # type: ignore[arg-type]
+
+
+@st.composite
+def text_with_rare_bytes(draw: st.DrawFn) -> bytes:
+    """A small alphabet, long enough to run out of codes, with a few rare bytes sprinkled in:
+    the inputs where blocks escape (hypothesis' usual short inputs never do)."""
+    alphabet = draw(st.lists(st.integers(0, 255), min_size=2, max_size=40, unique=True))
+    size = draw(st.integers(4096, 12000))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    data = np.asarray(alphabet, dtype=np.uint8)[rng.integers(0, len(alphabet), size)]
+    rare = draw(st.lists(st.tuples(st.integers(0, size - 1), st.integers(0, 255)), min_size=0, max_size=60))
+    for at, value in rare:
+        data[at] = value
+    return data.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=text_with_rare_bytes(),
+    escape_limit=st.integers(0, 30),
+    block_size=st.sampled_from([None, 1000, 4096, 30000]),
+    level=st.sampled_from([1, 5, 8]),
+)
+def test_round_trip_with_escapes(data: bytes, escape_limit: int, block_size: int | None, level: int) -> None:
+    packed = bytepair.compress(data, level=level, block_size=block_size, escape_limit=escape_limit)
+    assert bytepair.decompress(packed) == data
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=text_with_rare_bytes())
+def test_escape_trial_round_trips_and_is_never_bigger(data: bytes) -> None:
+    """Level 8 tries each escaping block both ways: per block it keeps the smaller."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    bounds = np.array([0, len(data)], dtype=np.int64)
+    sizes = []
+    for params in (Params(escape_limit=0), Params(), Params(escape_trial=True)):
+        tables = _encode_blocks(arr, bounds, params, run_engine)
+        assert expand(tables).tobytes() == data
+        sizes.append(len(pack_frame(tables, 0)))
+    assert sizes[2] <= min(sizes[0], sizes[1])
