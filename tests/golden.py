@@ -37,10 +37,11 @@ def _scattered_codes() -> bytes:
 
 
 def _rare_bytes() -> bytes:
-    """Text with a few bytes seen once or twice: the block escapes them."""
-    text = bytearray(_TEXT * 8)
+    """Text long enough to run out of codes (16 bytes per free code) with a few bytes seen
+    once or twice: the block escapes them."""
+    text = bytearray(_TEXT * 30)
     for k, value in enumerate((0xE9, 0xFC, 0xE9, 0x80, 0xA7, 0x01)):
-        text[97 * k + 40] = value
+        text[797 * k + 40] = value
     return bytes(text)
 
 

@@ -68,6 +68,15 @@ def test_golden_files_cover_every_feature() -> None:
     assert kinds == {"stored", "bitmap", "runs", "recycled", "escapes"}
 
 
+def test_escape_golden_file_escapes() -> None:
+    blob = (GOLDEN / "escapes.bp").read_bytes()
+    header = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
+    body = blob[STREAM_HEADER_SIZE + FRAME_HEADER_SIZE : STREAM_HEADER_SIZE + FRAME_HEADER_SIZE + header.body_size]
+    escapes = unpack_frame_body(header, body, 0, 0).escapes
+    assert escapes is not None and escapes.count.tolist() == [6]
+    assert escapes.literals.tobytes() == bytes((0xE9, 0xFC, 0xE9, 0x80, 0xA7, 0x01))
+
+
 def test_stream_layout() -> None:
     blob = bytepair.compress(b"hello hello hello hello")
     assert blob[:4] == MAGIC and blob[4] == VERSION == 2 and blob[5] == 0
