@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import bytepair
 from bytepair import DEFAULT_LEVEL, _bench
 from bytepair._bench import Codec
 from tests.helpers import REPO
@@ -288,3 +289,30 @@ def test_script_concat_joins_inputs_and_measures_threads(tmp_path: Path) -> None
     assert f"| total | bytepair-1-T2 | {len(TEXT) + 1000} |" in proc.stdout
     bad = run_script("--threads", "1,-1", str(tmp_path))
     assert bad.returncode == 2 and "threads" in bad.stderr
+
+
+COMPARE = REPO / "benchmarks" / "compare.py"
+
+
+def test_compare_reports_both_settings(tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_bytes(TEXT)
+    proc = subprocess.run(
+        [sys.executable, str(COMPARE), "--base", "level=5,escape_limit=0", "--new", "level=1", "--runs", "1",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("1 inputs, ") and "1 interleaved runs" in lines[0]
+    assert lines[1].split()[:3][0] == "level=5,escape_limit=0" and " 1.000x " in lines[1]
+    assert lines[2].split()[0] == "level=1"
+    packed = len(bytepair.compress(TEXT, level=1))
+    assert lines[2].endswith(f"ratio {packed / len(TEXT):.4f}")
+
+
+def test_compare_refuses_bad_settings(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(COMPARE), "--base", "level=5,bogus=1", "--new", "level=5", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "bogus" in proc.stderr and "Traceback" not in proc.stderr
