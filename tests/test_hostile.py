@@ -27,9 +27,9 @@ from bytepair import BytePairDecompressor, BytePairError, CorruptDataError, Outp
 from tests.fuzz import Finding, run
 from tests.fuzz import container as C
 from tests.fuzz import crafted as K
-from tests.fuzz.seeds import _recycling, _scattered, small_frames
+from tests.fuzz.seeds import _recycling, _scattered
 from tests.fuzz.targets import Cli, _BytePairFile, _decompress_range
-from tests.helpers import TESTDATA, assert_every_bit_flip_is_an_error
+from tests.helpers import TESTDATA, assert_every_bit_flip_is_an_error, frame_size
 
 try:
     from bytepair import gage
@@ -121,7 +121,7 @@ def featured_streams() -> list[tuple[bytes, bytes]]:
     bitmap code set, one with escapes."""
     first = _recycling(300)  # 250 distinct values: 6 fresh codes, then recycling
     data = first + _scattered(300)  # free values scattered: a bitmap code set
-    with small_frames(len(first)):
+    with frame_size(len(first)):
         blob = bytepair.compress(data, max_distinct=255, escape_limit=0)  # escapes would free codes
     assert _features(blob) == {"recycled", "bitmap"}
     assert sum(r.kind == "frame" for r in C.records(blob)) >= 2
@@ -307,7 +307,7 @@ def test_cli_reads_a_bomb_in_bounded_memory(bomb4m: tuple[bytes, int], tmp_path:
 def _damaged_inputs(seed: int) -> list[bytes]:
     rng = random.Random(seed)
     data = bytes(rng.choice(b"abcdefgh ") for _ in range(3000)) + rng.randbytes(500)
-    with small_frames(900):
+    with frame_size(900):
         blob = bytepair.compress(data, threshold=2)
     out = [blob]
     for _ in range(12):
@@ -355,7 +355,7 @@ def test_concurrent_use_of_one_decompressor_is_refused(monkeypatch: pytest.Monke
     import bytepair._stream as stream
 
     data = b"concurrency " * 4000
-    with small_frames(10_000):
+    with frame_size(10_000):
         blob = bytepair.compress(data)
     inside = threading.Event()
     release = threading.Event()
@@ -390,7 +390,7 @@ def test_concurrent_use_of_one_decompressor_is_refused(monkeypatch: pytest.Monke
 def late_damage() -> dict[str, bytes]:
     """Multi-frame files whose damage shows only after most of the output was written."""
     data = b"".join(b"line %d: the quick brown fox jumps over the lazy dog\n" % i for i in range(6000))
-    with small_frames(30_000):
+    with frame_size(30_000):
         blob = bytepair.compress(data)
     recs = [r for r in C.records(blob) if r.kind == "frame"]
     assert len(recs) >= 8

@@ -5,14 +5,12 @@ Built once per run, deterministically: the same data whatever the fuzzing seed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import bytepair
-import bytepair._stream as _stream
+from tests.helpers import frame_size as small_frames
 
 try:
     from bytepair import gage as _gage
@@ -33,18 +31,6 @@ class Seed:
     stream: bytes
     boundaries: tuple[tuple[int, int], ...] = ()
     """For a file of several streams: (offset in stream, offset in original) at each stream end."""
-
-
-@contextlib.contextmanager
-def small_frames(size: int) -> Iterator[None]:
-    """Make the compressor cut frames of *size* bytes, so small inputs make multi-frame streams."""
-    names = vars(_stream)  # the compressor reads the module global
-    saved = names["FRAME_SIZE"]
-    names["FRAME_SIZE"] = size
-    try:
-        yield
-    finally:
-        names["FRAME_SIZE"] = saved
 
 
 def _text(size: int, seed: int) -> bytes:
