@@ -275,10 +275,12 @@ class _Batch:
         self, step: int, pos: npt.NDArray[np.int64], keys: npt.NDArray[np.int64], blocks: npt.NDArray[np.int64]
     ) -> None:
         order = np.argsort(keys.astype(np.uint16), kind="stable")
+        composite = keys * self.k
+        composite += blocks
         end = self.gn + len(pos)
         gkeys = self.ws.grow("index_keys", self.gn, end)
         gpos = self.ws.grow("index_pos", self.gn, end)
-        gkeys[self.gn : end] = step * (_TABLE * self.k) + keys[order] * self.k + blocks[order]
+        np.add(composite[order], step * (_TABLE * self.k), out=gkeys[self.gn : end])
         gpos[self.gn : end] = pos[order]
         self.gn = end
 
@@ -319,8 +321,9 @@ class _Batch:
         right = table[active, left].argmax(axis=1)
 
         # 2. its code: the next fresh one, else a recycled one (needs one more occurrence)
-        has_fresh = self.n_used[active] < self.n_free[active]
-        code = self.fresh_codes[active, np.minimum(self.n_used[active], 255)]
+        n_used = self.n_used[active]
+        has_fresh = n_used < self.n_free[active]
+        code = self.fresh_codes[active, np.minimum(n_used, 255)]
         ok = has_fresh & (count >= threshold)
         if self.recycle and not has_fresh.all():
             unused = self.symcount[active] == 0
