@@ -316,3 +316,21 @@ def test_compare_refuses_bad_settings(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert proc.returncode == 2 and "bogus" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_compare_base_from_another_checkout(tmp_path: Path) -> None:
+    """``--base-from`` loads a checkout's package beside this one (here: this very checkout)."""
+    (tmp_path / "in.txt").write_bytes(TEXT)
+    proc = subprocess.run(
+        [sys.executable, str(COMPARE), "--base-from", str(REPO), "--base", "level=1", "--new", "level=1",
+         "--runs", "1", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    base, new = proc.stdout.splitlines()[1:3]
+    assert f"[{REPO}]" in base and base.split()[-1] == new.split()[-1]  # same code, same ratio
+    missing = subprocess.run(
+        [sys.executable, str(COMPARE), "--base-from", str(tmp_path), "--base", "level=1", "--new", "level=1"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert missing.returncode == 1 and "no bytepair package" in missing.stderr
