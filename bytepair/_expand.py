@@ -249,6 +249,7 @@ def expand_reference(t: PairTables) -> bytes:
     out = bytearray()
     merge_at = 0
     payload_at = 0
+    escaped_at = 0
     for b in range(len(t.orig_len)):
         n_merges = int(t.n_merges[b])
         n_fresh = int(t.n_fresh[b])
@@ -299,21 +300,19 @@ def expand_reference(t: PairTables) -> bytes:
                     top += 1
                     stack[top] = lefts[node - 256]
         if t.escapes is not None and t.escapes.count[b]:
-            _restore_block(out, block_start, t, b, where)
+            count = int(t.escapes.count[b])
+            literals = t.escapes.literals[escaped_at : escaped_at + count].tolist()
+            _restore_block(out, block_start, int(t.escapes.mark[b]), literals, where)
+            escaped_at += count
         merge_at += n_merges
         payload_at += int(t.payload_len[b])
     return bytes(out)
 
 
-def _restore_block(out: bytearray, start: int, t: PairTables, b: int, where: str) -> None:
-    """Replace block *b*'s escape marks in ``out[start:]`` by its escaped bytes, one by one."""
-    assert t.escapes is not None
-    count = int(t.escapes.count[b])
-    mark = int(t.escapes.mark[b])
-    first = int(t.escapes.count[:b].sum())
-    literals = t.escapes.literals[first : first + count].tolist()
+def _restore_block(out: bytearray, start: int, mark: int, literals: list[int], where: str) -> None:
+    """Replace a block's escape marks in ``out[start:]`` by its escaped bytes, one by one."""
     found = [k for k in range(start, len(out)) if out[k] == mark]
-    if len(found) != count:
-        raise CorruptDataError(f"{where}: holds its escape mark {len(found)} times, header says {count}")
+    if len(found) != len(literals):
+        raise CorruptDataError(f"{where}: holds its escape mark {len(found)} times, header says {len(literals)}")
     for k, value in zip(found, literals, strict=True):
         out[k] = value
