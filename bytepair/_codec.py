@@ -117,7 +117,9 @@ EngineRunner = Callable[[npt.NDArray[np.uint8], npt.NDArray[np.int64], Params], 
 
 def run_engine(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
     """Encode the blocks of *data* in this thread."""
-    return encode_blocks(data, bounds, threshold=params.threshold, recycle=params.recycle)
+    return encode_blocks(
+        data, bounds, threshold=params.threshold, recycle=params.recycle, merges_per_step=params.merges_per_step
+    )
 
 
 def _encode_blocks(

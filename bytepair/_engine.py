@@ -1,8 +1,13 @@
 """The byte pair encoding engine: blocks in, (pair table, payload) per block out.
 
 No I/O and no knowledge of any file format. All blocks of a batch advance
-together: every step makes one merge in each block that still has a pair worth
+together: every step makes a merge in each block that still has a pair worth
 replacing, with a fixed number of numpy calls whatever the number of blocks.
+With ``merges_per_step > 1`` a step also merges, in the same pass, the next
+most frequent pairs that share no symbol with a better one: such pairs never
+overlap, so their counts and replacements are what one-at-a-time merging would
+give, and the fixed cost of a step is paid a few times per block instead of
+once per merge.
 
 Data structures (see README, "How the engine works"):
 
@@ -43,6 +48,8 @@ MAX_RECYCLED = 255
 _SENTINEL = 256
 _DEAD = 257
 _TABLE = 65536  # cells of one block's pair-count table
+_DESCENDING = np.arange(255, -1, -1, dtype=np.int32)
+_EARLIER = np.tri(256, 256, -1, dtype=np.bool_)  # [i, j]: j comes before i
 
 
 @dataclasses.dataclass
@@ -100,8 +107,11 @@ class StepRecord:
     """One step of a batch, as reported to an ``on_step`` observer.
 
     ``blocks[k]`` merged ``(left[k], right[k])`` into ``code[k]``; ``count[k]`` is
-    the pair's count before the merge. ``sequence(block)`` returns the block's
-    symbols after the step.
+    the pair's count before the step, ``replaced[k]`` how many occurrences the
+    left-to-right pass replaced (fewer than ``count`` in runs like ``aaa``). A
+    block may merge several pairs in one step (``merges_per_step``): they are
+    listed in the order they enter its pair table, and share no symbol.
+    ``sequence(block)`` returns the block's symbols after the step.
     """
 
     step: int
@@ -111,6 +121,7 @@ class StepRecord:
     code: npt.NDArray[np.int64]
     count: npt.NDArray[np.int64]
     fresh: npt.NDArray[np.bool_]
+    replaced: npt.NDArray[np.int64]
     sequence: Callable[[int], bytes]
 
 
@@ -135,11 +146,14 @@ def encode_blocks(
     threshold: int,
     recycle: bool = True,
     max_depth: int | None = None,
+    merges_per_step: int = 1,
     on_step: StepObserver | None = None,
     check_counts: bool = False,
 ) -> EncodedBlocks:
     """Encode the blocks ``data[bounds[k]:bounds[k + 1]]``; every block must be non-empty.
 
+    ``merges_per_step`` bounds the merges a block makes in one step (1: strictly
+    Gage's one most frequent pair at a time; more: see the module docstring).
     ``max_depth`` (for writers whose decoders have a small stack) forbids any code
     whose expansion needs more stack slots than that, counted as Gage's expander
     does: ``D(literal) = 0``, ``D(pair) = max(2, 1 + D(left), D(right))``.
@@ -156,6 +170,7 @@ def encode_blocks(
             threshold=threshold,
             recycle=recycle,
             max_depth=max_depth,
+            merges_per_step=merges_per_step,
             block_offset=first,
         )
         results.append(batch.run(on_step, check_counts))
@@ -170,6 +185,41 @@ def _interleave(first: npt.NDArray[Any], second: npt.NDArray[Any]) -> npt.NDArra
     return out
 
 
+@dataclasses.dataclass
+class _Choice:
+    """The merges of one step: ``block[m]`` merges ``(left[m], right[m])`` into ``code[m]``.
+
+    Blocks are in ascending order, a block's merges in the order they are made.
+    """
+
+    block: npt.NDArray[np.int64]
+    left: npt.NDArray[np.int64]
+    right: npt.NDArray[np.int64]
+    count: npt.NDArray[np.int64]
+    code: npt.NDArray[np.int64]
+    has_fresh: npt.NDArray[np.bool_]
+    depth: npt.NDArray[np.int64] | None
+
+    def subset(self, keep: npt.NDArray[np.bool_]) -> _Choice:
+        return _Choice(
+            self.block[keep],
+            self.left[keep],
+            self.right[keep],
+            self.count[keep],
+            self.code[keep],
+            self.has_fresh[keep],
+            None if self.depth is None else self.depth[keep],
+        )
+
+    def next_active(self) -> npt.NDArray[np.int64]:
+        """The blocks that made a merge: they go on to the next step."""
+        if len(self.block) < 2:
+            return self.block
+        first = np.ones(len(self.block), dtype=np.bool_)
+        np.not_equal(self.block[1:], self.block[:-1], out=first[1:])
+        return self.block[first]
+
+
 class _Batch:
     """The state of up to ``MAX_BATCH_BLOCKS`` blocks being encoded together."""
 
@@ -181,9 +231,13 @@ class _Batch:
         threshold: int,
         recycle: bool,
         max_depth: int | None,
+        merges_per_step: int,
         block_offset: int,
     ) -> None:
+        if merges_per_step < 1 or (merges_per_step > 1 and max_depth is not None):
+            raise ValueError("merges_per_step must be 1 with max_depth, and at least 1")
         self.ws = per_thread(_Workspace)
+        self.merges_per_step = merges_per_step
         self.threshold = threshold
         self.recycle = recycle
         self.max_depth = max_depth
@@ -232,6 +286,7 @@ class _Batch:
         self.depth_flat = self.depth.reshape(-1)
         self.explen_flat = self.explen.reshape(-1)
         self.steps: list[tuple[npt.NDArray[Any], ...]] = []
+        self.last_replaced = np.zeros(0, dtype=np.int64)
 
         self._index_initial_pairs(data, block_of)
 
@@ -303,14 +358,13 @@ class _Batch:
         finally:
             self._reset_tables()
 
-    def _step(self, step: int, active: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        ws = self.ws
-        n, k = self.n, self.k
-        threshold = self.threshold
-        rows = ws.rowmax[: k * 256].reshape(k, 256)
-        table = ws.counts[: k * _TABLE].reshape(k, 256, 256)
+    def _choose_one(self, active: npt.NDArray[np.int64]) -> _Choice:
+        """Gage's choice: the most frequent pair of every active block, and its code."""
+        k = self.k
+        rows = self.ws.rowmax[: k * 256].reshape(k, 256)
+        table = self.ws.counts[: k * _TABLE].reshape(k, 256, 256)
 
-        # 1. the most frequent pair of every active block (lowest left, then right, on ties)
+        # the most frequent pair (lowest left, then right, on ties)
         row_best = rows[active]
         if self.max_depth is not None:
             # D(pair) = max(2, 1 + D(left), D(right)) and no symbol exceeds max_depth, so a
@@ -319,25 +373,109 @@ class _Batch:
         left = row_best.argmax(axis=1)
         count = row_best[np.arange(len(active)), left].astype(np.int64)
         right = table[active, left].argmax(axis=1)
+        code, has_fresh, ok = self._codes(active, count)
+        depth = None
+        if self.max_depth is not None:
+            depth = np.maximum(np.maximum(2, 1 + self.depth[active, left]), self.depth[active, right])
+            ok &= depth <= self.max_depth
+        choice = _Choice(active, left, right, count, code, has_fresh, depth)
+        return choice if ok.all() else choice.subset(ok)
 
-        # 2. its code: the next fresh one, else a recycled one (needs one more occurrence)
+    def _codes(
+        self, active: npt.NDArray[np.int64], count: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Each block's code for its best pair: the next fresh one, else a recycled one
+        (which costs a table byte more, so needs one more occurrence); and whether it may merge."""
         n_used = self.n_used[active]
         has_fresh = n_used < self.n_free[active]
         code = self.fresh_codes[active, np.minimum(n_used, 255)]
-        ok = has_fresh & (count >= threshold)
+        ok = has_fresh & (count >= self.threshold)
         if self.recycle and not has_fresh.all():
             unused = self.symcount[active] == 0
             recycled = 255 - unused[:, ::-1].argmax(axis=1)
             can_recycle = unused[np.arange(len(active)), recycled] & (self.n_recycled[active] < MAX_RECYCLED)
             code = np.where(has_fresh, code, recycled)
-            ok |= ~has_fresh & can_recycle & (count > threshold)
-        if self.max_depth is not None:
-            depth = np.maximum(np.maximum(2, 1 + self.depth[active, left]), self.depth[active, right])
-            ok &= depth <= self.max_depth
-        if not ok.all():
-            active, left, right, count, code, has_fresh = (a[ok] for a in (active, left, right, count, code, has_fresh))
-            if self.max_depth is not None:
-                depth = depth[ok]
+            ok |= ~has_fresh & can_recycle & (count > self.threshold)
+        return code, has_fresh, ok
+
+    def _choose_many(self, active: npt.NDArray[np.int64]) -> _Choice:
+        """Up to ``merges_per_step`` pairs of every active block that share no symbol.
+
+        The first is Gage's choice; the others are the next most frequent pairs
+        (the best of their rows) that share no symbol with any better candidate,
+        each with a fresh code. Pairs without a common symbol never overlap and
+        a merge cannot change the other's count, so merging them in one step is
+        what Gage's loop would do over several steps, except where a pair made
+        by the first would have outranked them.
+        """
+        k = self.k
+        n_best = self.merges_per_step + 2
+        rows = self.ws.rowmax[: k * 256].reshape(k, 256)
+        table = self.ws.counts[: k * _TABLE].reshape(k, 256, 256)
+        # every row's maximum and the row as one key, sorted: the best n_best rows of
+        # each block, most frequent first, then the lowest left symbol
+        ranked = rows[active].astype(np.int32)
+        ranked <<= 8
+        ranked |= _DESCENDING
+        ranked.sort(axis=1)
+        best = ranked[:, : -n_best - 1 : -1]
+        left = (255 - (best & 255)).astype(np.int64)
+        count = (best >> 8).astype(np.int64)
+        right = table[active[:, None], left].argmax(axis=2)
+
+        code0, has_fresh0, ok0 = self._codes(active, count[:, 0])
+        take = count >= self.threshold
+        take[:, 0] = ok0
+        # a candidate clashes with a better one when they share a symbol (left symbols differ)
+        left_i, right_i = left[:, :, None], right[:, :, None]
+        clash = left_i == right[:, None, :]
+        clash |= right_i == left[:, None, :]
+        clash |= right_i == right[:, None, :]
+        clash &= take[:, None, :]
+        clash &= _EARLIER[:n_best, :n_best]
+        take &= ~clash.any(axis=2)
+        take &= ok0[:, None]
+        slot = np.cumsum(take, axis=1, dtype=np.int64)
+        slot -= 1
+        n_used = self.n_used[active]
+        # further pairs take fresh codes, and only while codes are plentiful: near the end
+        # a code is better spent on a pair the first merge makes, as Gage's order would
+        plenty = self.n_free[active] - n_used > self.merges_per_step
+        take &= (slot < self.merges_per_step) & plenty[:, None]
+        take[:, 0] = ok0
+        chosen = np.flatnonzero(take)
+        owner = chosen // n_best
+        code = self.fresh_codes.reshape(-1)[
+            active[owner] * 256 + np.minimum(n_used[owner] + slot.reshape(-1)[chosen], 255)
+        ]
+        has_fresh = np.ones(len(chosen), dtype=np.bool_)
+        first = chosen % n_best == 0
+        code[first] = code0[ok0]
+        has_fresh[first] = has_fresh0[ok0]
+        return _Choice(
+            active[owner],
+            left.reshape(-1)[chosen],
+            right.reshape(-1)[chosen],
+            count.reshape(-1)[chosen],
+            code,
+            has_fresh,
+            None,
+        )
+
+    def _step(self, step: int, active: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        ws = self.ws
+        n, k = self.n, self.k
+        threshold = self.threshold
+        choice = self._choose_many(active) if self.merges_per_step > 1 else self._choose_one(active)
+        active, left, right, count, code, has_fresh, depth = (
+            choice.block,
+            choice.left,
+            choice.right,
+            choice.count,
+            choice.code,
+            choice.has_fresh,
+            choice.depth,
+        )
         if not len(active):
             return active
         # (block, symbol) as one index into the flat per-block tables
@@ -401,7 +539,9 @@ class _Batch:
                 np.where(has_q, base + m_right * 256 + val_q, trash),
             )
         )
-        new_p = np.where(p_is_partner, m_code, val_p)
+        val[i] = m_code
+        # p is the deleted half of the match before: the new pair starts at that match's code
+        new_p = np.where(p_is_partner, val[prv[p]], val_p)
         key_a = new_p * 256 + m_code
         key_b = m_code * 256 + val_q
         inc = np.concatenate((np.where(has_p, base + key_a, trash), np.where(has_q, base + key_b, trash)))
@@ -422,8 +562,7 @@ class _Batch:
         counts[trash : trash + 256] = 0
         rowmax[trash >> 8] = 0
 
-        # 7. rewrite the sequence
-        val[i] = m_code
+        # 7. rewrite the sequence (the matches' codes are already in place)
         val[j] = _DEAD
         nxt[i] = q
         prv[q] = i
@@ -436,12 +575,12 @@ class _Batch:
         symcount[row_left] -= made
         symcount[row_right] -= made
         symcount[row_code] += made
-        self.n_used[active] += has_fresh
-        self.n_recycled[active] += ~has_fresh
+        np.add.at(self.n_used, active, has_fresh.astype(np.int64))
+        np.add.at(self.n_recycled, active, (~has_fresh).astype(np.int64))
         self.created_flat[row_code] = step
         expansion = self.explen_flat[row_left] + self.explen_flat[row_right]
         self.explen_flat[row_code] = expansion
-        if self.max_depth is not None:
+        if depth is not None:
             self.depth_flat[row_code] = depth
 
         # 9. index the new pairs that are frequent enough to be chosen some day
@@ -457,7 +596,8 @@ class _Batch:
         )
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
-        return active
+        self.last_replaced = made
+        return choice.next_active()
 
     # -- results ---------------------------------------------------------------
 
@@ -504,6 +644,7 @@ class _Batch:
                 code=code,
                 count=count,
                 fresh=fresh,
+                replaced=self.last_replaced,
                 sequence=lambda b: self._sequence(b - self.block_offset),
             )
         )

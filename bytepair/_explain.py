@@ -50,7 +50,10 @@ class Step:
     is how many occurrences the left-to-right pass actually replaced, which is
     smaller for runs of one symbol. ``sequence_after`` is the block's symbols
     after the step, or None for blocks longer than ``SHORT_BLOCK`` bytes
-    (unless asked for with ``keep_sequences=True``).
+    (unless asked for with ``keep_sequences=True``). The engine may make several
+    merges in one pass, ``engine_step``: the first is the most frequent pair, the
+    others the next most frequent pairs sharing no symbol with a better one;
+    ``count`` is still each pair's count just before its own merge.
     """
 
     step: int
@@ -62,6 +65,7 @@ class Step:
     replaced: int
     length_after: int
     sequence_after: bytes | None
+    engine_step: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,27 +197,42 @@ def explain(
 
     steps: list[Step] = []
     length = hi - lo
+    sequence = engine_input.tobytes() if keep else b""
 
     def observe(record: StepRecord) -> None:
-        nonlocal length
-        # one block per batch, so a reported step is always a merge in block 0
-        sequence = record.sequence(0)
-        steps.append(
-            Step(
-                step=record.step,
-                left=int(record.left[0]),
-                right=int(record.right[0]),
-                count=int(record.count[0]),
-                code=int(record.code[0]),
-                fresh=bool(record.fresh[0]),
-                replaced=length - len(sequence),
-                length_after=len(sequence),
-                sequence_after=sequence if keep else None,
+        nonlocal length, sequence
+        # one block per batch, so every merge reported is one of block 0's; the
+        # merges of one engine step share no symbol, so making them one at a time
+        # in table order gives the same sequences
+        last = len(record.left) - 1
+        for m in range(last + 1):
+            left, right, code = int(record.left[m]), int(record.right[m]), int(record.code[m])
+            length -= int(record.replaced[m])
+            if keep:
+                sequence = record.sequence(0) if m == last else _merge_pair(sequence, left, right, code)
+            steps.append(
+                Step(
+                    step=len(steps) + 1,
+                    left=left,
+                    right=right,
+                    count=int(record.count[m]),
+                    code=code,
+                    fresh=bool(record.fresh[m]),
+                    replaced=int(record.replaced[m]),
+                    length_after=length,
+                    sequence_after=sequence if keep else None,
+                    engine_step=record.step,
+                )
             )
-        )
-        length = len(sequence)
 
-    enc = encode_blocks(engine_input, one_block, threshold=params.threshold, recycle=params.recycle, on_step=observe)
+    enc = encode_blocks(
+        engine_input,
+        one_block,
+        threshold=params.threshold,
+        recycle=params.recycle,
+        merges_per_step=params.merges_per_step,
+        on_step=observe,
+    )
     n_merges = int(enc.n_merges[0])
     n_fresh = int(enc.n_fresh[0])
     expansions: dict[int, bytes] = {v: bytes([v]) for v in range(256)}
@@ -245,6 +264,20 @@ def explain(
     )
 
 
+def _merge_pair(sequence: bytes, left: int, right: int, code: int) -> bytes:
+    """*sequence* with each occurrence of ``(left, right)``, left to right, made *code*."""
+    out = bytearray()
+    i = 0
+    while i < len(sequence):
+        if i + 1 < len(sequence) and sequence[i] == left and sequence[i + 1] == right:
+            out.append(code)
+            i += 2
+        else:
+            out.append(sequence[i])
+            i += 1
+    return bytes(out)
+
+
 def _escapes_as_compressed(
     piece: npt.NDArray[np.uint8], one_block: npt.NDArray[np.int64], params: Params
 ) -> tuple[npt.NDArray[np.uint8], int | None, bytes, int]:
@@ -259,7 +292,13 @@ def _escapes_as_compressed(
     if params.escape_trial:
 
         def cost(block: npt.NDArray[np.uint8]) -> int:
-            enc = encode_blocks(block, one_block, threshold=params.threshold, recycle=params.recycle)
+            enc = encode_blocks(
+                block,
+                one_block,
+                threshold=params.threshold,
+                recycle=params.recycle,
+                merges_per_step=params.merges_per_step,
+            )
             return int(block_costs(enc)[0])
 
         if not cost(changed) + escape_size < cost(piece):

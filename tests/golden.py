@@ -1,8 +1,11 @@
 """Golden files: small inputs and the exact bytes bytepair writes for them.
 
-They freeze format version 2. If a change alters these bytes, the format
-changed: bump ``bytepair._format.VERSION``, document it in docs/FORMAT.md and
-regenerate with ``python -m tests.golden``. Both the golden inputs and the
+They freeze format version 2. If a change alters these bytes, either the
+format changed: bump ``bytepair._format.VERSION``, document it in
+docs/FORMAT.md and regenerate with ``python -m tests.golden``; or only the
+encoder's choices changed (the same decoder reads both): move the old files to
+``earlier/<what changed>/`` first, so that every stream an earlier encoder
+wrote keeps being decoded, then regenerate. Both the golden inputs and the
 settings are fixed here; the files are what the encoder writes for them.
 """
 
@@ -16,6 +19,9 @@ from bytepair import compress
 from tests.helpers import TESTDATA
 
 GOLDEN = TESTDATA / "golden"
+EARLIER = GOLDEN / "earlier"
+"""Streams earlier encoders wrote for the same inputs, one folder per change:
+``one-merge-per-step`` is from before the engine merged several pairs per step."""
 
 _TEXT = (
     b"Byte pair encoding replaces the most frequent pair of adjacent bytes with a byte that "

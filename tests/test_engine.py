@@ -67,22 +67,25 @@ def test_gage_threshold_stops_after_first_merge() -> None:
         (b"aaaaa", b"\xff\xffa"),
     ],
 )
-def test_overlapping_runs(data: bytes, payload: bytes) -> None:
-    result, _ = run(data, threshold=2)
+@pytest.mark.parametrize("merges", [1, 8])
+def test_overlapping_runs(data: bytes, payload: bytes, merges: int) -> None:
+    result, _ = run(data, threshold=2, merges_per_step=merges)
     assert result.payload.tobytes() == payload
     assert replay(data, result) == result.payload.tobytes()
 
 
-def test_adjacent_matches_count_the_shared_pair_once() -> None:
+@pytest.mark.parametrize("merges", [1, 8])
+def test_adjacent_matches_count_the_shared_pair_once(merges: int) -> None:
     data = b"abab" * 50
-    result, _ = run(data, threshold=2)
+    result, _ = run(data, threshold=2, merges_per_step=merges)
     assert replay(data, result) == result.payload.tobytes()
 
 
-def test_pairs_never_cross_block_boundaries() -> None:
+@pytest.mark.parametrize("merges", [1, 8])
+def test_pairs_never_cross_block_boundaries(merges: int) -> None:
     # "ab" occurs three times only if the boundary between the blocks is ignored
     data = b"ab.a" + b"b.ab"
-    result, _ = run(data, threshold=3, cuts=[4])
+    result, _ = run(data, threshold=3, cuts=[4], merges_per_step=merges)
     assert int(result.n_merges.sum()) == 0
     assert result.payload.tobytes() == data
 
@@ -139,12 +142,19 @@ def test_many_blocks_in_several_batches() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=blocky_bytes(), threshold=st.integers(2, 5), cut_seed=st.integers(0, 2**32 - 1))
-def test_incremental_counts_equal_recount_after_every_merge(data: bytes, threshold: int, cut_seed: int) -> None:
+@given(
+    data=blocky_bytes(),
+    threshold=st.integers(2, 5),
+    cut_seed=st.integers(0, 2**32 - 1),
+    merges=st.sampled_from([1, 2, 8]),
+)
+def test_incremental_counts_equal_recount_after_every_merge(
+    data: bytes, threshold: int, cut_seed: int, merges: int
+) -> None:
     """check_counts recounts every pair from scratch after every step and asserts equality."""
     rng = np.random.default_rng(cut_seed)
     cuts = sorted(set(rng.integers(1, len(data), 3).tolist())) if len(data) > 1 else []
-    result, _ = run(data, threshold=threshold, cuts=cuts)
+    result, _ = run(data, threshold=threshold, cuts=cuts, merges_per_step=merges)
     payloads = np.split(result.payload, np.cumsum(result.payload_len)[:-1])
     merge_at = np.cumsum(result.n_merges) - result.n_merges
     for b, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(data)], strict=True)):
@@ -178,3 +188,63 @@ def test_every_step_takes_a_most_frequent_pair() -> None:
     arr = np.frombuffer(data, dtype=np.uint8)
     encode_blocks(arr, np.array([0, len(arr)], dtype=np.int64), threshold=2, on_step=check)
     assert len(seen) > 5
+
+
+# -- several merges per step ------------------------------------------------------------
+
+
+def test_a_step_merges_pairs_that_share_no_symbol() -> None:
+    # six pairs of count 50 (";a" 49): ".c" is the best (lowest left symbol), "ab" shares
+    # nothing with it; "b." and "cd" share a symbol with a better pair, and so does "d;"
+    # (with "cd", a better candidate even though it is not merged)
+    data = b"ab.cd;" * 50
+    after: list[bytes] = []
+    arr = np.frombuffer(data, dtype=np.uint8)
+    encode_blocks(
+        arr, np.array([0, len(arr)]), threshold=2, merges_per_step=8, on_step=lambda s: after.append(s.sequence(0))
+    )
+    result, steps = run(data, threshold=2, merges_per_step=8)
+    first = steps[0]
+    assert [(chr(a), chr(b)) for a, b in zip(first.left, first.right, strict=True)] == [(".", "c"), ("a", "b")]
+    assert first.count.tolist() == [50, 50] and first.replaced.tolist() == [50, 50]
+    # the two codes end up side by side: their pair is counted (check_counts) and indexed
+    x, y = (int(c) for c in first.code)
+    assert after[0] == (bytes([y, x]) + b"d;") * 50
+    assert replay(data, result) == result.payload.tobytes()
+
+
+def test_codes_of_one_step_next_to_each_other_in_both_orders() -> None:
+    data = (b"abcd" * 20 + b"cdab" * 20) * 3
+    result, _ = run(data, threshold=2, merges_per_step=8)
+    assert replay(data, result) == result.payload.tobytes()
+
+
+def test_merges_per_step_is_a_bound() -> None:
+    rng = np.random.default_rng(3)
+    data = bytes(rng.integers(0, 40, 4000).astype(np.uint8))
+    for merges in (1, 2, 3):
+        result, steps = run(data, threshold=2, merges_per_step=merges)
+        assert max(len(s.blocks) for s in steps) == merges
+        assert replay(data, result) == result.payload.tobytes()
+        for s in steps:
+            pairs = [{a, b} for a, b in zip(s.left.tolist(), s.right.tolist(), strict=True)]
+            for one, other in itertools.combinations(pairs, 2):
+                assert not one & other, "merges of one step share a symbol"
+
+
+def test_scarce_codes_go_one_merge_at_a_time() -> None:
+    # 6 fresh codes, fewer than merges_per_step: Gage's order, so the pair the first
+    # merge makes (count 6) is merged before pairs of count 5
+    rng = np.random.default_rng(1994)
+    words = [bytes(rng.integers(0, 250, 3).astype(np.uint8)) for _ in range(40)]
+    data = bytes(range(250)) + b"".join(words[i] for i in rng.integers(0, 40, 200))
+    one, _ = run(data, threshold=3, merges_per_step=1)
+    eight, steps = run(data, threshold=3, merges_per_step=8)
+    assert all(len(s.blocks) == 1 for s in steps)
+    assert eight.code.tolist() == one.code.tolist() and eight.payload.tobytes() == one.payload.tobytes()
+
+
+def test_merges_per_step_needs_one_with_max_depth() -> None:
+    arr = np.frombuffer(b"abababab", dtype=np.uint8)
+    with pytest.raises(ValueError, match="merges_per_step"):
+        encode_blocks(arr, np.array([0, 8]), threshold=2, max_depth=4, merges_per_step=2)

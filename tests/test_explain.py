@@ -55,14 +55,22 @@ def replace_pair(seq: bytes, left: int, right: int, code: int) -> bytes:
 
 
 def check_steps_against_reference(e: Explanation) -> None:
-    """Before every step, the merged pair has the maximal count and the reported count;
-    after it, the sequence is exactly the reference replacement."""
+    """Before every step, the merged pair has the reported count, and the maximal count
+    if it is the first merge of its engine pass (the others of a pass share no symbol
+    with it or with each other); after it, the sequence is exactly the reference replacement."""
     seq = e.changed  # the block as the engine sees it, escapes applied
     assert e.steps, "nothing to check"
+    in_pass: list[Step] = []
     for s in e.steps:
         counts = pair_counts(seq)
         assert counts[(s.left, s.right)] == s.count, f"step {s.step}: count"
-        assert s.count == max(counts.values()), f"step {s.step}: not the most frequent pair"
+        if not in_pass or in_pass[0].engine_step != s.engine_step:
+            in_pass = []
+            assert s.count == max(counts.values()), f"step {s.step}: not the most frequent pair"
+        for other in in_pass:
+            assert not {s.left, s.right} & {other.left, other.right, other.code}, f"step {s.step}: shares a symbol"
+        in_pass.append(s)
+        assert len(in_pass) <= e.params.merges_per_step
         assert s.count >= e.threshold + (0 if s.fresh else 1)
         after = replace_pair(seq, s.left, s.right, s.code)
         assert s.replaced == len(seq) - len(after)
@@ -187,7 +195,13 @@ def assert_matches_engine_and_container(data: bytes, explanations: list[Explanat
     for e, stored in zip(explanations, blocks, strict=True):
         # the engine, run directly on the same block
         arr = np.frombuffer(e.changed, dtype=np.uint8)
-        enc = encode_blocks(arr, np.array([0, len(arr)]), threshold=e.threshold, recycle=e.params.recycle)
+        enc = encode_blocks(
+            arr,
+            np.array([0, len(arr)]),
+            threshold=e.threshold,
+            recycle=e.params.recycle,
+            merges_per_step=e.params.merges_per_step,
+        )
         assert [(s.code, s.left, s.right, s.count, s.fresh) for s in e.steps] == [
             (m.code, m.left, m.right, m.count, m.fresh) for m in e.table
         ]

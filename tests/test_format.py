@@ -20,7 +20,7 @@ from bytepair._format import (
     unpack_frame_body,
     unpack_frame_header,
 )
-from tests.golden import CASES, GOLDEN
+from tests.golden import CASES, EARLIER, GOLDEN
 from tests.helpers import assert_every_bit_flip_is_an_error, frame_size
 
 
@@ -40,6 +40,14 @@ def test_golden_bytes_are_frozen(name: str) -> None:
 def test_golden_files_decode(name: str) -> None:
     golden = (GOLDEN / f"{name}.bp").read_bytes()
     assert bytepair.decompress(golden) == (GOLDEN / f"{name}.bin").read_bytes()
+
+
+def test_earlier_encoders_golden_files_decode() -> None:
+    earlier = sorted(EARLIER.glob("*/*.bp"))
+    assert earlier, "no golden files of earlier encoders"
+    for path in earlier:
+        assert path.stem in CASES, f"{path}: no such golden case"
+        assert bytepair.decompress(path.read_bytes()) == (GOLDEN / f"{path.stem}.bin").read_bytes(), path
 
 
 def test_golden_files_cover_every_feature() -> None:
