@@ -1,7 +1,8 @@
-"""Compare bytepair settings by compress time, interleaved in one process.
+"""Compare bytepair settings by compress (or decompress) time, interleaved in one process.
 
     python benchmarks/compare.py --base level=5,escape_limit=0 --new level=5 [--runs 9] [PATH ...]
     python benchmarks/compare.py --base-from ../old-checkout --base level=5 --new level=5 [PATH ...]
+    python benchmarks/compare.py --decompress --base-from ../old-checkout --base level=5 --new level=5 [PATH ...]
 
 Each setting is ``name=value`` pairs for ``bytepair.compress`` (integers).
 Every run compresses every input (each file on its own) with each setting in
@@ -11,7 +12,10 @@ On a small shared machine whose speed drifts between runs, this is the only
 way to see differences of a few percent: the settings share every drift.
 ``--base-from DIR`` runs the base setting with the ``bytepair`` package of
 another checkout (e.g. a ``git worktree`` of an older commit), loaded beside
-this one, to compare two versions of the code the same way.
+this one, to compare two versions of the code the same way. ``--decompress``
+times decompression instead: every input is compressed once per setting, by this
+checkout (so two checkouts decode the very same streams), and each setting's
+package decodes its own setting's streams; zlib level 6 is timed alongside.
 
 Exit status: 0 done, 1 bad path, 2 bad option.
 """
@@ -23,6 +27,7 @@ import importlib.util
 import statistics
 import sys
 import time
+import zlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -73,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the built-in sample)")
     parser.add_argument("--base-from", metavar="DIR", help="run --base with the bytepair package of checkout DIR")
     parser.add_argument("--runs", type=int, default=9, help="runs; times are medians (9)")
+    parser.add_argument("--decompress", action="store_true", help="time decompression instead of compression")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -93,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     total = sum(map(len, inputs))
+    if args.decompress:
+        return _compare_decompress(runs, inputs, args)
     times: list[list[float]] = [[] for _ in runs]
     sizes = [sum(len(module.compress(d, **s)) for d in inputs) for module, s in runs]  # also warms up
     for _ in range(args.runs):
@@ -104,11 +112,46 @@ def main(argv: list[str] | None = None) -> int:
     first = statistics.median(times[0])
     print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs, CPU time medians")
     for (module, settings), spent, size in zip(runs, times, sizes, strict=True):
-        shown = ",".join(f"{k}={v}" for k, v in settings.items()) or "(defaults)"
-        if module is not bytepair:
-            shown += f" [{args.base_from}]"
-        median = statistics.median(spent)
-        print(f"{shown:32} {median:8.3f} s  {median / first:6.3f}x  ratio {size / max(total, 1):.4f}")
+        print(
+            f"{_shown(module, settings, args):32} {statistics.median(spent):8.3f} s  "
+            f"{statistics.median(spent) / first:6.3f}x  ratio {size / max(total, 1):.4f}"
+        )
+    return 0
+
+
+def _shown(module: Any, settings: dict[str, int], args: argparse.Namespace) -> str:
+    shown = ",".join(f"{k}={v}" for k, v in settings.items()) or "(defaults)"
+    return shown + (f" [{args.base_from}]" if module is not bytepair else "")
+
+
+def _compare_decompress(runs: list[tuple[Any, dict[str, int]]], inputs: list[bytes], args: argparse.Namespace) -> int:
+    """Decompress time of each setting's streams (made by this checkout), interleaved, with zlib-6's."""
+    streams = [[bytepair.compress(d, **settings) for d in inputs] for _, settings in runs]
+    for (module, _), blobs in zip(runs, streams, strict=True):  # every stream checked, also warms up
+        for data, blob in zip(inputs, blobs, strict=True):
+            if module.decompress(blob) != data:
+                print(f"{PROG}: error: a round trip failed", file=sys.stderr)
+                return 1
+    deflated = [zlib.compress(d, 6) for d in inputs]
+    decoders = [(module.decompress, blobs) for (module, _), blobs in zip(runs, streams, strict=True)]
+    decoders.append((zlib.decompress, deflated))
+    times: list[list[float]] = [[] for _ in decoders]
+    for r in range(args.runs):
+        order = list(enumerate(decoders))
+        for k, (decode, blobs) in order if r % 2 == 0 else order[::-1]:  # alternate who goes first
+            start = time.process_time()
+            for blob in blobs:
+                decode(blob)
+            times[k].append(time.process_time() - start)
+    total = sum(map(len, inputs))
+    medians = [statistics.median(t) for t in times]
+    print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs, decompress CPU time medians")
+    for (module, settings), median in zip(runs, medians[:-1], strict=True):
+        print(
+            f"{_shown(module, settings, args):32} {median:8.3f} s  {median / medians[0]:6.3f}x  "
+            f"{medians[-1] / median:.3f}x zlib-6's speed"
+        )
+    print(f"{'zlib-6':32} {medians[-1]:8.3f} s")
     return 0
 
 

@@ -94,17 +94,26 @@ def restore_escapes(
     """Put the escaped bytes back into the expanded blocks *out*, in place.
 
     Every occurrence of a block's mark is one of its escaped bytes, so the marks
-    found must number exactly ``count``; anything else is damage.
+    found must number exactly ``count``; anything else is damage (checked for
+    every block before anything is written).
     """
     escaping = esc.count > 0
     if not escaping.any():
         return
-    bounds = np.zeros(len(orig_len) + 1, dtype=np.int64)
+    nb = len(orig_len)
+    bounds = np.zeros(nb + 1, dtype=np.int64)
     np.cumsum(orig_len, out=bounds[1:])
-    found = np.flatnonzero(out == np.repeat(esc.mark, orig_len))
-    block = np.searchsorted(bounds, found, side="right") - 1
-    found = found[escaping[block]]
-    per_block = np.bincount(block[escaping[block]], minlength=len(orig_len))
+    marks = esc.mark[escaping]
+    every = bool(escaping.all())
+    if every and bool((marks == marks[0]).all()):  # one mark for all: no per-byte mark needed
+        found = np.flatnonzero(out == marks[0])
+    else:
+        found = np.flatnonzero(out == np.repeat(esc.mark, orig_len))
+    # found is sorted: each block's share is a range of it
+    per_block = np.diff(np.searchsorted(found, bounds))
+    if not every:  # a block without escapes has no mark: drop what its bytes matched
+        found = found[np.repeat(escaping, per_block)]
+        per_block[~escaping] = 0
     bad = np.flatnonzero(per_block != esc.count)
     if len(bad):
         b = int(bad[0])

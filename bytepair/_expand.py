@@ -8,11 +8,16 @@ A code's meaning is the definition current when it is used: with code recycling
 one byte value can stand for several pairs over a block's life. Each merge is a
 *node*; an operand ``v`` of merge ``m`` resolves to the latest earlier merge of
 the same block whose code is ``v``, or to the literal ``v`` if there is none.
+
+The fast decoder copies bytes 16 at a time (``_WORD``): every expansion is written
+as whole 16-byte words, in ascending order of position, so the bytes a short
+one writes past its end are overwritten by the expansions that follow it.
 """
 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +25,7 @@ import numpy.typing as npt
 from ._buffers import Buffers, per_thread
 from ._errors import CorruptDataError
 from ._escape import restore_escapes
-from ._tables import PairTables, concat_ranges
+from ._tables import PairTables
 
 __all__ = ["NODE_BUDGET", "expand", "expand_reference"]
 
@@ -31,110 +36,277 @@ its original size (plus ``NODE_SLACK``); the encoder never writes more (docs/FOR
 NODE_SLACK = 65536
 """... plus this many bytes, so that small blocks with long codes stay within budget."""
 
-_GROUP_BYTES = 1 << 18  # payload expansion works on ~256 KiB of output at a time
+_W = 16
+_WORD = np.dtype(f"V{_W}")
+"""Bytes are copied as words of 16: numpy moves one such item about as fast as one
+byte, and most expansions are shorter (text: 2 bytes on average)."""
+
+_GROUP = 1 << 16  # words copied per numpy call: bounds the temporaries whatever the tables
+_SYMBOLS_PER_TABLE = 2048
+"""Blocks of fewer payload bytes than this on average are decoded together, not one
+by one through tables of their own (which cost a few numpy calls each)."""
+
+
+def _words(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.void]:
+    """A view of *buf* whose item ``k`` is ``buf[k : k + 16]`` (items overlap; one per start byte)."""
+    return np.ndarray((len(buf) - _W + 1,), dtype=_WORD, buffer=buf, strides=(1,))
+
+
+def _copy_words(
+    dst: npt.NDArray[np.void], dst_at: npt.NDArray[np.int64], src: npt.NDArray[np.void], src_at: npt.NDArray[np.int64]
+) -> None:
+    """``dst[dst_at] = src[src_at]``, at most ``_GROUP`` words per call.
+
+    numpy assigns a fancy index in index order (the overlapping writes rely on it).
+    """
+    for lo in range(0, len(dst_at), _GROUP):
+        dst[dst_at[lo : lo + _GROUP]] = src[src_at[lo : lo + _GROUP]]
+
+
+def _chunks(
+    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], skip_first: bool
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Copies of ``lengths[k]`` bytes from ``src[k]`` to ``dst[k]`` as 16-byte words, in order.
+
+    A copy of ``n > 16`` bytes takes ``ceil(n / 16)`` words at offsets ``0, r,
+    r + 16, ..., n - 16`` (``1 <= r <= 16``): only copies shorter than a word write
+    past their end. With *skip_first* (every length then above 16) the word at 0
+    is left out, it was written already. Returns the words' sources and
+    destinations, and each copy's first word.
+    """
+    count = (lengths + (_W - 1)) // _W
+    second = lengths - _W * (count - 1)  # offset of a copy's second word
+    last = np.maximum(lengths - _W, 0)  # offset of its last word
+    if skip_first:
+        count -= 1
+        head = src + second
+    else:
+        head = src
+    first = np.cumsum(count) - count
+    # word positions as a cumulative sum of steps: 16 inside a copy, the second
+    # word's offset after the first, a jump from one copy's last word to the next's head
+    step = np.full(int(first[-1] + count[-1]), _W, dtype=np.int64)
+    if not skip_first:
+        multi = count > 1
+        step[first[multi] + 1] = second[multi]
+    step[first[1:]] = head[1:] - (src[:-1] + last[:-1])
+    step[0] = head[0]
+    words_src = np.cumsum(step, out=step)
+    words_dst = np.repeat(dst - src, count)
+    words_dst += words_src
+    return words_src, words_dst, first
 
 
 class _Resolved:
-    """Operands and payload symbols of a run of blocks, resolved to node ids.
+    """Operands and final meanings of a run of blocks, resolved to node ids.
 
-    Nodes 0..255 are the literals; node ``256 + m`` is merge ``m``.
+    Nodes 0..255 are the literals; node ``256 + m`` is merge ``m``. ``ops[m]`` holds
+    the nodes of merge ``m``'s left and right operands. ``final`` (when the blocks
+    are not too many for a table of 256 entries each) is what each
+    ``block * 256 + byte value`` means at the end of its block; else ``resolve``
+    searches per symbol.
     """
 
     def __init__(self, t: PairTables) -> None:
         nb = len(t.orig_len)
         m_total = len(t.code)
+        self.m_total = m_total
         self.block_of_merge = np.repeat(np.arange(nb, dtype=np.int64), t.n_merges)
+        base = self.block_of_merge * 256
+        slots = np.empty((m_total, 2), dtype=np.int64)
+        slots[:, 0] = t.left
+        slots[:, 1] = t.right
+        slots += base[:, None]
+        self.slots = slots
+        self.defined = base + t.code
+        self.ids = np.arange(m_total, dtype=np.int64)
+        n_fresh = int(t.n_fresh.sum())
+        self.is_fresh: npt.NDArray[np.bool_] | None = None  # None: all merges are fresh
+        if n_fresh != m_total:
+            first_recycled = np.cumsum(t.n_merges) - t.n_merges + t.n_fresh
+            self.is_fresh = self.ids < first_recycled[self.block_of_merge]
+        self.final: npt.NDArray[np.int64] | None = None
+        # a table of 256 entries per block, unless blocks are so small and so many
+        # that it would outweigh the data (then a search per operand and per byte)
+        if nb * 256 <= 4 * (len(t.payload) + m_total) + 65536:
+            self.ops = self._by_table(t, nb, n_fresh)
+        else:
+            self.ops = self._by_search(t)
+
+    def _fresh_error(self, t: PairTables, ahead: npt.NDArray[np.bool_]) -> CorruptDataError:
+        """The error for the first merge (left operands first) that uses a fresh code before its merge."""
+        side = 0 if ahead[:, 0].any() else 1
+        m = int(np.argmax(ahead[:, side]))
+        block = int(self.block_of_merge[m])
+        rank = m - int(t.n_merges[:block].sum())
+        operand = (t.left, t.right)[side]
+        return CorruptDataError(
+            f"block {t.first_block + block}: pair code {int(t.code[m])} "
+            f"(merge {rank}) uses code {int(operand[m])} before it is defined"
+        )
+
+    def _by_table(self, t: PairTables, nb: int, n_fresh: int) -> npt.NDArray[np.int64]:
+        """Operand nodes through a table of each block's fresh codes, then a search among recycled ones."""
+        table = np.tile(np.arange(256, dtype=np.int64), nb)
+        fresh = self.is_fresh
+        if fresh is None:
+            table[self.defined] = 256 + self.ids
+        else:
+            table[self.defined[fresh]] = 256 + self.ids[fresh]
+        if np.count_nonzero(table >= 256) != n_fresh:
+            raise CorruptDataError("pair table lists a fresh code twice")
+        ops = table[self.slots]
+        # a fresh code defined by this merge or a later one: a self-reference or a cycle
+        ahead = ops >= (256 + self.ids)[:, None]
+        if ahead.any():
+            raise self._fresh_error(t, ahead)
+        if fresh is not None:
+            # recycled codes come after all fresh ones in a block: the latest earlier
+            # recycled definition of an operand, if any, overrides the fresh one
+            recycled = np.flatnonzero(~fresh)
+            r_slot = self.defined[recycled]
+            order = np.argsort(r_slot, kind="stable")
+            recycled = recycled[order]
+            r_slot = r_slot[order]
+            span = self.m_total + 1
+            keys = r_slot * span + recycled
+            touched = np.zeros(nb * 256, dtype=np.bool_)
+            touched[r_slot] = True
+            flat_slots = self.slots.ravel()
+            hit = np.flatnonzero(touched[flat_slots])
+            q_slot = flat_slots[hit]
+            at = np.searchsorted(keys, q_slot * span + (hit >> 1)) - 1
+            at_ok = np.maximum(at, 0)
+            found = (at >= 0) & (r_slot[at_ok] == q_slot)
+            ops.ravel()[hit[found]] = 256 + recycled[at[found]]
+            latest = np.flatnonzero(np.diff(r_slot, append=-1))
+            table[r_slot[latest]] = 256 + recycled[latest]
+        self.final = table
+        return ops
+
+    def _by_search(self, t: PairTables) -> npt.NDArray[np.int64]:
+        """Operand nodes by searching every merge as a sorted key (block, code, rank)."""
         first_merge = np.cumsum(t.n_merges) - t.n_merges
-        self.rank = np.arange(m_total, dtype=np.int64) - first_merge[self.block_of_merge]
-        # every merge as a sortable key (block, code, rank); resolving an operand
-        # of rank r is a search for the last key below (block, value, r)
-        span = int(t.n_merges.max()) + 1 if nb else 1
+        self.rank = self.ids - first_merge[self.block_of_merge]
+        # resolving an operand of rank r is a search for the last key below (block, value, r)
+        span = int(t.n_merges.max()) + 1
         self.span = span
-        defined = (self.block_of_merge * 256 + t.code) * span + self.rank
+        defined = self.defined * span + self.rank
         self.order = np.argsort(defined, kind="stable")
         self.sorted_keys = defined[self.order]
-        # what each byte value means at the end of its block (its latest merge, else
-        # itself) as a table of 256 entries per block, unless blocks are so small and
-        # so many that the table would outweigh the data (then a search per byte)
-        self.final: npt.NDArray[np.int64] | None = None
-        if nb * 256 <= 4 * (len(t.payload) + m_total) + 65536:
-            self.final = np.tile(np.arange(256, dtype=np.int64), nb)
-            if m_total:
-                slot = self.sorted_keys // span
-                latest = np.flatnonzero(np.diff(slot, append=-1))
-                self.final[slot[latest]] = 256 + self.order[latest]
+        self._check_forward_refs(t)
+        return self.resolve(self.slots, self.rank[:, None])
+
+    def _check_forward_refs(self, t: PairTables) -> None:
+        """A fresh code may be an operand only after its own merge (rules out cycles)."""
+        is_fresh = self.is_fresh if self.is_fresh is not None else np.ones(self.m_total, dtype=np.bool_)
+        order = np.argsort(self.defined[is_fresh], kind="stable")
+        fresh_slot = self.defined[is_fresh][order]
+        fresh_id = self.ids[is_fresh][order]
+        if not len(fresh_slot):
+            return
+        if (fresh_slot[1:] == fresh_slot[:-1]).any():
+            raise CorruptDataError("pair table lists a fresh code twice")
+        at = np.minimum(np.searchsorted(fresh_slot, self.slots), len(fresh_slot) - 1)
+        ahead = (fresh_slot[at] == self.slots) & (fresh_id[at] >= self.ids[:, None])
+        if ahead.any():
+            raise self._fresh_error(t, ahead)
 
     def resolve(self, slots: npt.NDArray[np.int64], before_rank: npt.NDArray[np.int64] | int) -> npt.NDArray[np.int64]:
-        """Node id of each ``block * 256 + byte value`` in *slots* as defined before *before_rank*."""
-        values = slots & 255
+        """Node id of each ``block * 256 + byte value`` in *slots* as defined before *before_rank* (search path)."""
         if not len(self.sorted_keys):
-            return values
+            return slots & 255
         at = np.searchsorted(self.sorted_keys, slots * self.span + before_rank, side="left") - 1
         at_ok = np.maximum(at, 0)
         found = (at >= 0) & (self.sorted_keys[at_ok] // self.span == slots)
-        return np.where(found, 256 + self.order[at_ok], values)
+        return np.where(found, 256 + self.order[at_ok], slots & 255)
 
-    def final_lookup(self, table: npt.NDArray[np.int64], slots: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """``table[node]`` for the final meaning of each slot."""
+    def final_nodes(self, slots: npt.NDArray[np.int64] | npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+        """What each ``block * 256 + byte value`` in *slots* means at the end of its block."""
         if self.final is not None:
-            return table[self.final][slots]
-        return table[self.resolve(slots, self.span)]
+            return self.final[slots]
+        return self.resolve(slots.astype(np.int64), self.span)
 
 
-def _check_forward_refs(t: PairTables, res: _Resolved) -> None:
-    """A fresh code may be an operand only after its own merge (rules out cycles)."""
-    if not len(t.code):
-        return
-    is_fresh = res.rank < t.n_fresh[res.block_of_merge]
-    fresh_slot = res.block_of_merge[is_fresh] * 256 + t.code[is_fresh]
-    order = np.argsort(fresh_slot, kind="stable")
-    fresh_slot = fresh_slot[order]
-    fresh_rank = res.rank[is_fresh][order]
-    if not len(fresh_slot):
-        return
-    if (fresh_slot[1:] == fresh_slot[:-1]).any():
-        raise CorruptDataError("pair table lists a fresh code twice")
-    slot_base = res.block_of_merge * 256
-    for side in (t.left, t.right):
-        slots = slot_base + side
-        at = np.minimum(np.searchsorted(fresh_slot, slots), len(fresh_slot) - 1)
-        bad = (fresh_slot[at] == slots) & (fresh_rank[at] >= res.rank)
-        if bad.any():
-            m = int(np.argmax(bad))
-            raise CorruptDataError(
-                f"block {t.first_block + int(res.block_of_merge[m])}: pair code {int(t.code[m])} "
-                f"(merge {int(res.rank[m])}) uses code {int(side[m])} before it is defined"
-            )
-
-
-def _node_lengths(
-    t: PairTables, res: _Resolved, left_node: npt.NDArray[np.int64], right_node: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.signedinteger[Any]]]:
     """Expansion length and depth of every node.
 
     Relaxation over all nodes at once: after pass d every node of depth <= d is
-    final, so real tables (depth 10-20) take a few passes whatever their size.
+    final, so real tables (depth 5-25) take a few passes whatever their size.
     Operands always come from earlier merges, so it ends after at most
     ``n_merges`` passes; lengths are clamped so a doubling chain cannot overflow.
     """
-    m_total = len(t.code)
-    length = np.ones(256 + m_total, dtype=np.int64)
-    depth = np.zeros(256 + m_total, dtype=np.int64)
-    cap = t.orig_len[res.block_of_merge] + 1
-    for _ in range(res.span):
-        new_depth = np.maximum(depth[left_node], depth[right_node]) + 1
-        np.minimum(length[left_node] + length[right_node], cap, out=length[256:])
-        if np.array_equal(new_depth, depth[256:]):
+    m_total = res.m_total
+    ops = res.ops
+    span = int(t.n_merges.max()) + 1
+    block_len = t.orig_len[res.block_of_merge]
+    # narrow types halve the memory each pass touches: a depth is at most the
+    # number of merges in a block, a clamped length at most twice a block
+    narrow = span < 1 << 15 and int(block_len.max()) < 1 << 29
+    length: npt.NDArray[np.signedinteger[Any]] = np.ones(256 + m_total, dtype=np.int32 if narrow else np.int64)
+    depth: npt.NDArray[np.signedinteger[Any]] = np.zeros(256 + m_total, dtype=np.int16 if narrow else np.int64)
+    cap = (block_len + 1).astype(length.dtype)
+    new_depth = depth[256:]
+    total = 0  # depths only grow, so an unchanged sum means no depth changed
+    for _ in range(span):
+        pair = depth[ops]
+        np.maximum(pair[:, 0], pair[:, 1], out=new_depth)
+        new_depth += 1
+        pair = length[ops]
+        np.minimum(pair[:, 0] + pair[:, 1], cap, out=length[256:])
+        grown = int(new_depth.sum())
+        if grown == total:
             break
-        depth[256:] = new_depth
-    too_long = length[256:] > t.orig_len[res.block_of_merge]
+        total = grown
+    too_long = length[256:] > block_len
     if too_long.any():
         m = int(np.argmax(too_long))
         raise CorruptDataError(
             f"block {t.first_block + int(res.block_of_merge[m])}: pair code {int(t.code[m])} "
-            f"expands to more than the block's {int(t.orig_len[res.block_of_merge[m]])} bytes"
+            f"expands to more than the block's {int(block_len[m])} bytes"
         )
-    return length, depth
+    return length.astype(np.int64), depth
+
+
+def _lay_out(
+    ops: npt.NDArray[np.int64],
+    length: npt.NDArray[np.int64],
+    depth: npt.NDArray[np.signedinteger[Any]],
+    node_bytes: int,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Every node's expansion, back to back (literals first), and where each starts.
+
+    Nodes are laid out by depth; each one's bytes are its operands' bytes, so one
+    copy per depth level fills that level from the finished ones before it.
+    """
+    m_total = len(ops)
+    by_depth = np.argsort(depth[256:], kind="stable")  # a radix sort for 16-bit depths
+    sizes = length[256:][by_depth]
+    starts = np.cumsum(sizes)
+    starts += 256 - sizes
+    offset = np.arange(256 + m_total, dtype=np.int64)
+    offset[256 + by_depth] = starts
+    buf = np.empty(256 + node_bytes + _W, dtype=np.uint8)
+    buf[:256] = np.arange(256, dtype=np.uint8)
+    # each node is two copies, its left operand's bytes then its right one's
+    operands = np.take(ops, by_depth, axis=0)  # much faster than ops[by_depth] for rows
+    piece_len = length[operands]
+    piece_src = offset[operands].ravel()
+    piece_dst = np.empty_like(piece_len)
+    piece_dst[:, 0] = starts
+    piece_dst[:, 1] = starts
+    piece_dst[:, 1] += piece_len[:, 0]
+    piece_len = piece_len.ravel()
+    level_at = 2 * np.flatnonzero(np.diff(depth[256:][by_depth])) + 2
+    if int(piece_len.max()) <= _W:  # one word per copy
+        src, dst = piece_src, piece_dst.ravel()
+    else:
+        src, dst, first = _chunks(piece_src, piece_dst.ravel(), piece_len, skip_first=False)
+        level_at = first[level_at]
+    words = _words(buf)
+    for a, b in itertools.pairwise([0, *level_at.tolist(), len(src)]):
+        _copy_words(words, dst[a:b], words, src[a:b])
+    return buf, offset
 
 
 class _Scratch(Buffers):
@@ -142,15 +314,8 @@ class _Scratch(Buffers):
 
 
 def expand(t: PairTables) -> npt.NDArray[np.uint8]:
-    """Decode a run of blocks with a fixed number of numpy calls per rank and depth level."""
-    out = _expand_pairs(t)
-    if t.escapes is not None:
-        restore_escapes(out, t.orig_len, t.escapes, t.first_block)
-    return out
-
-
-def _expand_pairs(t: PairTables) -> npt.NDArray[np.uint8]:
-    """The blocks as their pair tables and payloads describe them, escapes not restored."""
+    """Decode a run of blocks with a fixed number of numpy calls per depth level and per
+    ~64K payload bytes."""
     if np.any(t.payload_len < 1) or np.any(t.payload_len > t.orig_len):
         raise CorruptDataError("a block's payload is empty or longer than the block")
     if not len(t.code):  # stored blocks only: the payload is the data
@@ -160,29 +325,22 @@ def _expand_pairs(t: PairTables) -> npt.NDArray[np.uint8]:
             raise CorruptDataError(
                 f"block {t.first_block + b}: expands to {int(t.payload_len[b])} bytes, header says {int(t.orig_len[b])}"
             )
-        return t.payload.copy()
+        out = t.payload.copy()
+        if t.escapes is not None:
+            restore_escapes(out, t.orig_len, t.escapes, t.first_block)
+        return out
     res = _Resolved(t)
-    _check_forward_refs(t, res)
-    slot_base = res.block_of_merge * 256
-    left_node = res.resolve(slot_base + t.left, res.rank)
-    right_node = res.resolve(slot_base + t.right, res.rank)
-    length, depth = _node_lengths(t, res, left_node, right_node)
-
-    # payload symbols -> nodes; each block must expand to exactly its declared length
-    nb = len(t.orig_len)
-    sym_key = np.repeat(np.arange(0, 256 * nb, 256, dtype=np.int64), t.payload_len)
-    sym_key += t.payload  # (block, byte value): what the byte means at the end of its block
-    sym_len = res.final_lookup(length, sym_key)
-    ends = np.cumsum(sym_len)
-    block_total = np.diff(ends[np.cumsum(t.payload_len) - 1], prepend=0) if nb else ends
+    length, depth = _node_lengths(t, res)
+    payloads = _Payloads(t, res)
+    # each block must expand to exactly its declared length
+    block_total = payloads.block_totals(length)
     wrong = block_total != t.orig_len
     if wrong.any():
         b = int(np.argmax(wrong))
         raise CorruptDataError(
             f"block {t.first_block + b}: expands to {int(block_total[b])} bytes, header says {int(t.orig_len[b])}"
         )
-
-    # lay out every code's expansion, depth level by depth level
+    nb = len(t.orig_len)
     budget = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
     node_bytes = int(length[256:].sum())
     if node_bytes > budget:
@@ -190,55 +348,141 @@ def _expand_pairs(t: PairTables) -> npt.NDArray[np.uint8]:
             f"blocks {t.first_block}..{t.first_block + nb - 1}: pair tables expand to "
             f"{node_bytes} bytes, more than {NODE_BUDGET}x the data they describe"
         )
-    by_depth = np.argsort(depth[256:], kind="stable")
-    offset = np.arange(256 + len(t.code), dtype=np.int64)
-    lengths_sorted = length[256 + by_depth]
-    offset[256 + by_depth] = 256 + np.cumsum(lengths_sorted) - lengths_sorted
-    buf = np.empty(256 + node_bytes, dtype=np.uint8)
-    buf[:256] = np.arange(256, dtype=np.uint8)
-    # each code's bytes are its operands' bytes; with codes laid out by depth, one
-    # gather fills a run of codes of one depth from the (finished) levels below it;
-    # runs of at most ~256 KiB keep the gather's index small whatever the tables
-    depth_sorted = depth[256 + by_depth]
-    filled = np.cumsum(lengths_sorted)
-    cuts = np.unique(
-        np.concatenate(
-            (
-                [0, len(by_depth)],
-                np.flatnonzero(np.diff(depth_sorted)) + 1,
-                np.searchsorted(filled, np.arange(_GROUP_BYTES, node_bytes, _GROUP_BYTES)),
-            )
-        )
-    )
-    for a, b in itertools.pairwise(cuts.tolist()):
-        nodes = by_depth[a:b]
-        src = np.stack((left_node[nodes], right_node[nodes]), axis=1).ravel()
-        lo = int(offset[256 + nodes[0]])
-        buf[lo : 256 + int(filled[b - 1])] = buf[concat_ranges(offset[src], length[src])]
+    buf, offset = _lay_out(res.ops, length, depth, node_bytes)
+    return payloads.write(length, buf, offset)
 
-    # expand the payloads: output byte k is buf[idx[k]], where idx steps by one
-    # inside an expansion and jumps between them (built by a cumulative sum)
-    out = np.empty(int(t.orig_len.sum()), dtype=np.uint8)
-    sym_start = res.final_lookup(offset, sym_key)
-    jump = sym_start[1:] - sym_start[:-1]
-    jump -= sym_len[:-1]
-    jump += 1
-    n_syms = len(sym_key)
-    # the index buffer is kept between calls: a fresh one costs a page fault per 4 KiB
-    idx_buf = per_thread(_Scratch).buffer("idx", min(len(out), _GROUP_BYTES + int(length.max())), np.int64)
-    done = 0
-    first = 0
-    while first < n_syms:  # ~256 KiB of output at a time, so the index fits in cache
-        last = max(int(np.searchsorted(ends, done + _GROUP_BYTES, side="right")), first + 1)
-        stop = int(ends[last - 1])
-        idx = idx_buf[: stop - done]
-        idx.fill(1)
-        idx[0] = sym_start[first]
-        idx[ends[first : last - 1] - done] = jump[first : last - 1]
-        np.cumsum(idx, out=idx)
-        np.take(buf, idx, out=out[done:stop])
-        done, first = stop, last
-    return out
+
+class _Payloads:
+    """The payloads, symbol by symbol, through tables of what each symbol means.
+
+    Blocks of many symbols are decoded one by one through tables of 256 entries
+    per block (what each byte value means at the end of the block), indexed by
+    the payload bytes themselves; the per-symbol arrays are scratch buffers
+    (fresh large arrays cost a page fault per 4 KiB) and a block's output is
+    still in cache when its escapes are restored. Many small blocks instead
+    resolve every symbol to its node once and go by groups of ``_GROUP`` symbols.
+    """
+
+    def __init__(self, t: PairTables, res: _Resolved) -> None:
+        nb = len(t.orig_len)
+        self.t = t
+        self.res = res
+        self.payload_at = np.zeros(nb + 1, dtype=np.int64)
+        np.cumsum(t.payload_len, out=self.payload_at[1:])
+        n_syms = int(self.payload_at[-1])
+        self.nodes: npt.NDArray[np.int64] | None = None
+        self.sym_len = np.zeros(0, dtype=np.int64)
+        if res.final is None or nb * _SYMBOLS_PER_TABLE > n_syms:
+            key = np.repeat(np.arange(0, 256 * nb, 256, dtype=np.int64), t.payload_len)
+            key += t.payload  # (block, byte value): what the byte means at the end of its block
+            self.nodes = res.final_nodes(key)
+        self.scratch = per_thread(_Scratch)
+
+    def block_totals(self, length: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """How many bytes each block's payload expands to."""
+        if self.nodes is not None:
+            self.sym_len = length[self.nodes]
+            totals: npt.NDArray[np.int64] = np.add.reduceat(self.sym_len, self.payload_at[:-1])
+            return totals
+        assert self.res.final is not None
+        lengths = length[self.res.final]
+        at = self.payload_at.tolist()
+        sym_len = self.scratch.buffer("length", int(self.t.payload_len.max()), np.int64)
+        totals = np.empty(len(at) - 1, dtype=np.int64)
+        for b, (lo, hi) in enumerate(itertools.pairwise(at)):
+            table = lengths[256 * b : 256 * b + 256]
+            totals[b] = np.take(table, self.t.payload[lo:hi], out=sym_len[: hi - lo], mode="clip").sum()
+        return totals
+
+    def write(
+        self, length: npt.NDArray[np.int64], buf: npt.NDArray[np.uint8], offset: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.uint8]:
+        """The expanded blocks, escapes restored: every symbol's first word at its
+        place, in order, then the rest of the symbols longer than a word."""
+        t = self.t
+        block_at = np.zeros(len(t.orig_len) + 1, dtype=np.int64)
+        np.cumsum(t.orig_len, out=block_at[1:])
+        n = int(block_at[-1])
+        out_buf = np.empty(n + _W, dtype=np.uint8)
+        node_words = _words(buf)[offset]  # the first 16 bytes of every node's expansion
+        if self.nodes is None:
+            self._by_block(out_buf, block_at, length, buf, node_words, offset)
+        else:
+            self._by_group(out_buf, block_at, buf, node_words, offset)
+        return out_buf[:n]
+
+    def _by_block(
+        self,
+        out_buf: npt.NDArray[np.uint8],
+        block_at: npt.NDArray[np.int64],
+        length: npt.NDArray[np.int64],
+        buf: npt.NDArray[np.uint8],
+        node_words: npt.NDArray[np.void],
+        offset: npt.NDArray[np.int64],
+    ) -> None:
+        t, final = self.t, self.res.final
+        assert final is not None
+        nb = len(t.orig_len)
+        lengths, words, starts = length[final], node_words[final], offset[final]
+        long_ones = (lengths.reshape(nb, 256).max(axis=1) > _W).tolist()
+        most = int(t.payload_len.max())
+        sym_len = self.scratch.buffer("length", most, np.int64)
+        at = self.scratch.buffer("at", most, np.int64)
+        word = self.scratch.buffer("word", most * _W, np.uint8).view(_WORD)
+        esc = t.escapes
+        count = esc.count.tolist() if esc is not None else [0] * nb
+        escaped_at = 0
+        payload_at = self.payload_at.tolist()
+        for b in range(nb):
+            lo, hi = payload_at[b], payload_at[b + 1]
+            m = hi - lo
+            symbols = t.payload[lo:hi]
+            tables = slice(256 * b, 256 * b + 256)
+            # this block's output, as words starting at each of its bytes
+            block = out_buf[block_at[b] : block_at[b + 1] + _W]
+            np.take(lengths[tables], symbols, out=sym_len[:m], mode="clip")
+            at[0] = 0
+            np.cumsum(sym_len[: m - 1], out=at[1:m])
+            _words(block)[at[:m]] = np.take(words[tables], symbols, out=word[:m], mode="clip")
+            if long_ones[b]:
+                long = np.flatnonzero(sym_len[:m] > _W)
+                src, dst, _ = _chunks(starts[tables][symbols[long]], at[long], sym_len[long], skip_first=True)
+                _copy_words(_words(block), dst, _words(buf), src)
+            if count[b]:
+                assert esc is not None
+                block = block[:-_W]
+                found = np.flatnonzero(block == esc.mark[b])
+                if len(found) != count[b]:
+                    raise CorruptDataError(
+                        f"block {t.first_block + b}: holds its escape mark {len(found)} times, "
+                        f"its header says {count[b]} escaped bytes"
+                    )
+                block[found] = esc.literals[escaped_at : escaped_at + count[b]]
+                escaped_at += count[b]
+
+    def _by_group(
+        self,
+        out_buf: npt.NDArray[np.uint8],
+        block_at: npt.NDArray[np.int64],
+        buf: npt.NDArray[np.uint8],
+        node_words: npt.NDArray[np.void],
+        offset: npt.NDArray[np.int64],
+    ) -> None:
+        t, nodes = self.t, self.nodes
+        assert nodes is not None
+        out_words = _words(out_buf)
+        at = np.cumsum(self.sym_len)
+        at -= self.sym_len
+        long_ones = int(self.sym_len.max()) > _W
+        for lo in range(0, len(nodes), _GROUP):
+            hi = lo + _GROUP
+            out_words[at[lo:hi]] = node_words[nodes[lo:hi]]
+            if long_ones:
+                long = lo + np.flatnonzero(self.sym_len[lo:hi] > _W)
+                src, dst, _ = _chunks(offset[nodes[long]], at[long], self.sym_len[long], skip_first=True)
+                _copy_words(out_words, dst, _words(buf), src)
+        if t.escapes is not None:
+            restore_escapes(out_buf[: block_at[-1]], t.orig_len, t.escapes, t.first_block)
 
 
 def expand_reference(t: PairTables) -> bytes:

@@ -184,41 +184,63 @@ def pack_code_sets(
 def _unpack_code_sets(
     kind: npt.NDArray[np.int64], blob: npt.NDArray[np.uint8], n_fresh: npt.NDArray[np.int64], first_block: int
 ) -> npt.NDArray[np.uint8]:
-    """Every block's fresh codes, block-major, descending within a block."""
+    """Every block's fresh codes, block-major, descending within a block.
+
+    A fixed number of numpy calls per frame, and fewer when all its code sets
+    are runs (the common case) or all bitmaps.
+    """
     nb = len(kind)
     bitmap = kind == CODE_SET_BITMAP
     n_runs = np.where(bitmap, 0, kind)
-    size = np.where(bitmap, 32, 2 * n_runs)
-    offset = np.cumsum(size) - size
-    bad = np.flatnonzero(
-        (~bitmap & (n_runs > MAX_RUNS)) | (~bitmap & ((n_runs == 0) != (n_fresh == 0))) | (bitmap & (n_fresh == 0))
-    )
+    # runs need codes and codes need runs (or a bitmap); a bitmap needs codes
+    bad = np.flatnonzero((n_runs > MAX_RUNS) | ((kind == 0) == (n_fresh > 0)))
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible code-set header")
-    fresh_start = np.cumsum(n_fresh) - n_fresh
+    n_bitmaps = int(np.count_nonzero(bitmap))
+    if n_bitmaps == 0:
+        run_bytes, map_bytes = blob, blob[:0]
+    elif n_bitmaps == nb:
+        run_bytes, map_bytes = blob[:0], blob
+    else:
+        in_map = np.repeat(bitmap, np.where(bitmap, 32, 2 * n_runs))
+        run_bytes, map_bytes = blob[~in_map], blob[in_map]
     codes = np.empty(int(n_fresh.sum()), dtype=np.uint8)
+    in_runs = ~bitmap
+    if n_bitmaps == 0:
+        run_codes = codes
+    else:
+        fresh_start = np.cumsum(n_fresh) - n_fresh
+        run_codes = np.empty(int(n_fresh[in_runs].sum()), dtype=np.uint8)
 
     # runs: walking down from 255, skip `skip` values, then take `take` as codes
-    runs = blob[concat_ranges(offset[~bitmap], size[~bitmap])].reshape(-1, 2).astype(np.int64)
+    runs = run_bytes.reshape(-1, 2).astype(np.int64)
     skip, take = runs[:, 0], runs[:, 1]
-    run_counts = n_runs[~bitmap]
-    run_owner = np.repeat(np.flatnonzero(~bitmap), run_counts)
-    walked = np.cumsum(skip + take)
-    has_runs = run_counts > 0
-    first_run = (np.cumsum(run_counts) - run_counts)[has_runs]
-    walked_in_block = walked - np.repeat((walked - skip - take)[first_run], run_counts[has_runs])
-    took = np.bincount(run_owner, weights=take, minlength=nb).astype(np.int64)
-    span = np.bincount(run_owner, weights=skip + take, minlength=nb).astype(np.int64)
-    bad = np.flatnonzero(~bitmap & ((took != n_fresh) | (span > 256)))
+    run_owner = np.repeat(np.arange(nb, dtype=np.int64), n_runs)
+    stride = skip + take
+    walked = np.cumsum(stride)
+    took = np.bincount(run_owner, weights=take, minlength=nb)
+    span = np.bincount(run_owner, weights=stride, minlength=nb)
+    bad = np.flatnonzero(in_runs & ((took != n_fresh) | (span > 256)))
     if len(take) and take.min() < 1:
         bad = np.append(bad, run_owner[int(np.argmin(take))])
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad.min())}: fresh code runs do not describe its codes")
-    top = 255 - (walked_in_block - take)  # first code of each run
-    codes[concat_ranges(fresh_start[~bitmap], n_fresh[~bitmap])] = -concat_ranges(-top, take)
-
-    if bitmap.any():
-        maps = blob[concat_ranges(offset[bitmap], size[bitmap])].reshape(-1, 32)
+    if len(take):
+        # the walk restarts at each block: subtract what the blocks before it walked
+        block_walked = np.cumsum(span.astype(np.int64))
+        walked -= np.repeat(block_walked - span.astype(np.int64), n_runs)
+        top = 255 - (walked - take)  # first code of each run
+        # codes descend by one inside a run and jump to the next run's top
+        step = np.full(len(run_codes), -1, dtype=np.int64)
+        step[np.cumsum(take) - take] = top - np.concatenate(([0], top[:-1] - take[:-1] + 1))
+        run_codes[:] = np.cumsum(step, out=step)
+    if n_bitmaps:
+        fresh_in_runs = n_fresh * in_runs
+        codes[
+            np.repeat(fresh_start - (np.cumsum(fresh_in_runs) - fresh_in_runs), fresh_in_runs)
+            + np.arange(len(run_codes))
+        ] = run_codes
+        maps = map_bytes.reshape(-1, 32)
         flags = np.unpackbits(maps, axis=1)  # column i is byte value 255 - i
         counted = flags.sum(axis=1, dtype=np.int64)
         bad = np.flatnonzero(counted != n_fresh[bitmap])
@@ -303,19 +325,25 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
     fresh_codes = _unpack_code_sets(set_kind, code_sets, n_fresh, first_block)
 
     n_merges = n_fresh + n_recycled
-    first_merge = np.cumsum(n_merges) - n_merges
-    fresh_at = concat_ranges(first_merge, n_fresh)
-    recycled_at = concat_ranges(first_merge + n_fresh, n_recycled)
-    m_total = int(n_merges.sum())
-    code = np.empty(m_total, dtype=np.uint8)
-    left = np.empty(m_total, dtype=np.uint8)
-    right = np.empty(m_total, dtype=np.uint8)
-    code[fresh_at] = fresh_codes
-    left[fresh_at] = fresh[:, 0]
-    right[fresh_at] = fresh[:, 1]
-    code[recycled_at] = recycled[:, 0]
-    left[recycled_at] = recycled[:, 1]
-    right[recycled_at] = recycled[:, 2]
+    if not recycled.size:  # no recycled codes: the fresh merges are all the merges
+        code, left, right = fresh_codes, fresh[:, 0].copy(), fresh[:, 1].copy()
+    else:
+        # a block's merges are its fresh ones then its recycled ones: each fresh merge
+        # moves past the recycled merges of the blocks before it, and vice versa
+        m_total = int(n_merges.sum())
+        fresh_at = np.repeat(np.cumsum(n_recycled) - n_recycled, n_fresh)
+        fresh_at += np.arange(len(fresh), dtype=np.int64)
+        recycled_at = np.repeat(np.cumsum(n_fresh), n_recycled)
+        recycled_at += np.arange(len(recycled), dtype=np.int64)
+        code = np.empty(m_total, dtype=np.uint8)
+        left = np.empty(m_total, dtype=np.uint8)
+        right = np.empty(m_total, dtype=np.uint8)
+        code[fresh_at] = fresh_codes
+        left[fresh_at] = fresh[:, 0]
+        right[fresh_at] = fresh[:, 1]
+        code[recycled_at] = recycled[:, 0]
+        left[recycled_at] = recycled[:, 1]
+        right[recycled_at] = recycled[:, 2]
     escapes = None
     if len(marks):
         mark = np.zeros(nb, dtype=np.uint8)

@@ -192,3 +192,18 @@ def test_escape_trial_round_trips_and_is_never_bigger(data: bytes) -> None:
         assert expand(tables).tobytes() == data
         sizes.append(len(pack_frame(tables, 0)))
     assert sizes[2] <= min(sizes[0], sizes[1])
+
+
+@pytest.mark.parametrize("marks", [(7, 7, 7), (7, 9, 7), (7, 7, 0)])
+def test_restore_leaves_blocks_without_escapes_alone(marks: tuple[int, int, int]) -> None:
+    """Each block's own mark, and none in a block that escapes nothing (whatever its mark field)."""
+    blocks = [bytes([7, 1, 7, 9, 0]), bytes([7, 9, 0, 7]), bytes([9, 7, 0, 0, 7, 9])]
+    count = np.array([blocks[0].count(marks[0]), 0, blocks[2].count(marks[2])], dtype=np.int64)
+    literals = np.array([100, 101, 102, 103, 104][: int(count.sum())], dtype=np.uint8)
+    out = np.frombuffer(b"".join(blocks), dtype=np.uint8).copy()
+    restore_escapes(out, np.array([5, 4, 6]), Escapes(count, np.array(marks, dtype=np.uint8), literals), 0)
+    expected = bytearray(b"".join(blocks))
+    found = [k for k in range(5) if expected[k] == marks[0]] + [9 + k for k in range(6) if blocks[2][k] == marks[2]]
+    for k, value in zip(found, literals.tolist(), strict=True):
+        expected[k] = value
+    assert out.tobytes() == bytes(expected)

@@ -143,3 +143,108 @@ def test_reference_decoder_agrees_on_corpus_files() -> None:
             continue
         data = path.read_bytes()
         assert b"".join(both(t) for t in frames_of(bytepair.compress(data))) == data, path.name
+
+
+def _texty(length: int, seed: int) -> bytes:
+    """Words and long repeated phrases: codes of more than 16 bytes, and many short ones."""
+    rng = np.random.default_rng(seed)
+    words = [b"pair ", b"byte ", b"of ", b"the block and the code ", b"0123456789abcdefghijklmnopqrstuvwxyz"]
+    letters = [bytes(rng.integers(97, 123, 3).astype(np.uint8)) for _ in range(200)]
+    pick = rng.integers(0, len(words) + len(letters), length // 3)
+    return b"".join((words + letters)[i] for i in pick)[:length]
+
+
+@pytest.mark.parametrize(
+    ("length", "block"),
+    [
+        (60_000, 30_000),  # few large blocks: decoded block by block through per-block tables
+        (20_000, 1_000),  # small blocks: every symbol resolved to its node, decoded in groups
+        (4_000, 8),  # tiny blocks, too many for tables: operands and symbols found by search
+    ],
+)
+def test_every_decoding_strategy_agrees_with_the_reference(length: int, block: int) -> None:
+    from bytepair._expand import _W, _Payloads, _Resolved
+
+    data = _texty(length, seed=length) if block > 8 else b"aaaabbbb" * (length // 8)
+    t = tables_for(data, list(range(block, length, block)))
+    assert len(t.code)
+    res = _Resolved(t)
+    nodes = _Payloads(t, res).nodes
+    kind = "search" if res.final is None else "group" if nodes is not None else "block"
+    assert kind == {30_000: "block", 1_000: "group", 8: "search"}[block]
+    assert both(t) == data
+    if block > 8:  # long codes are copied word by word
+        assert int(np.max(t.orig_len)) > _W
+
+
+def test_recycled_codes_resolve_alike_by_table_and_by_search() -> None:
+    """The same recycled table decoded alone (tables) and among many tiny blocks (search)."""
+    pairs = [(255, ord("a"), ord("b")), (254, 255, ord("c")), (255, ord("x"), ord("y")), (254, 255, 254)]
+    alone = one_block(pairs, bytes([254, 255]), 7, n_fresh=2)
+    expected = both(alone)
+    assert expected == b"xyabc" + b"xy"
+    tiny = [(b"%c" % (65 + k % 26)) for k in range(2000)]
+    n = len(tiny)
+    many = PairTables(
+        np.concatenate((alone.orig_len, np.ones(n, dtype=np.int64))),
+        np.concatenate((alone.n_merges, np.zeros(n, dtype=np.int64))),
+        np.concatenate((alone.n_fresh, np.zeros(n, dtype=np.int64))),
+        alone.code,
+        alone.left,
+        alone.right,
+        np.concatenate((alone.payload_len, np.ones(n, dtype=np.int64))),
+        np.concatenate((alone.payload, np.frombuffer(b"".join(tiny), dtype=np.uint8))),
+    )
+    from bytepair._expand import _Resolved
+
+    assert _Resolved(many).final is None
+    assert both(many) == expected + b"".join(tiny)
+
+
+@pytest.mark.parametrize("block", [1_500, 20_000])
+def test_escapes_are_checked_and_restored_per_block(block: int) -> None:
+    """Escapes whose originals are the mark itself (so the data is unchanged), in every block
+    but one; that block's mark value occurs in it and must be left alone."""
+    from bytepair._escape import Escapes
+
+    data = _texty(4 * block, seed=block)
+    t = tables_for(data, [block, 2 * block, 3 * block])
+    mark = ord("p")
+    count = np.array([data[k : k + block].count(mark) for k in range(0, 4 * block, block)], dtype=np.int64)
+    count[2] = 0
+    assert count.min(initial=1) >= 0 and count[[0, 1, 3]].min() > 0
+    escapes = Escapes(count, np.full(4, mark, dtype=np.uint8), np.full(int(count.sum()), mark, dtype=np.uint8))
+    assert both(dataclasses.replace(t, escapes=escapes)) == data
+    # blocks 1 and 3 now claim one escaped byte too many: block 1 is named
+    wrong = count + np.array([0, 1, 0, 1])
+    broken = Escapes(wrong, escapes.mark, np.full(int(wrong.sum()), mark, dtype=np.uint8))
+    for decoder in (expand, expand_reference):
+        with pytest.raises(CorruptDataError, match="block 11: holds its escape mark"):
+            decoder(dataclasses.replace(t, escapes=broken, first_block=10))
+
+
+def test_word_copies_in_order_copy_every_byte() -> None:
+    """Copies as 16-byte words, applied in order, leave exactly the source bytes at each
+    destination; the words of a copy of 16 bytes or more stay inside it."""
+    from bytepair._expand import _W, _chunks
+
+    rng = np.random.default_rng(1)
+    source = rng.integers(0, 256, 2000, dtype=np.uint8)
+    for skip_first in (False, True):
+        for _ in range(300):
+            k = int(rng.integers(1, 20))
+            lengths = rng.integers(_W + 1 if skip_first else 1, 5 * _W, k)
+            src = rng.integers(0, 1000, k)
+            dst = np.cumsum(lengths) - lengths
+            words_src, words_dst, first = _chunks(src, dst, lengths, skip_first)
+            out = np.zeros(int(lengths.sum()) + _W, dtype=np.uint8)
+            if skip_first:  # the first word of each copy was written before
+                for a, b in zip(src.tolist(), dst.tolist(), strict=True):
+                    out[b : b + _W] = source[a : a + _W]
+            for a, b in zip(words_src.tolist(), words_dst.tolist(), strict=True):
+                out[b : b + _W] = source[a : a + _W]
+            for a, b, n in zip(src.tolist(), dst.tolist(), lengths.tolist(), strict=True):
+                assert out[b : b + n].tolist() == source[a : a + n].tolist()
+            owner = np.repeat(np.arange(k), np.diff(np.append(first, len(words_src))))
+            long = lengths[owner] >= _W
+            assert (words_dst[long] + _W <= (dst + lengths)[owner][long]).all()

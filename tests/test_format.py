@@ -17,6 +17,7 @@ from bytepair._format import (
     STREAM_HEADER_SIZE,
     VERSION,
     pack_code_sets,
+    pack_frame,
     unpack_frame_body,
     unpack_frame_header,
 )
@@ -102,6 +103,46 @@ def test_code_sets_choose_the_cheaper_form() -> None:
     assert kind.tolist() == [2, CODE_SET_BITMAP]
     assert size.tolist() == [4, 32]
     assert blob[:4] == bytes([0, 2, 53, 1])
+
+
+@pytest.mark.parametrize("mix", ["runs", "bitmaps", "both"])
+def test_code_sets_unpack_to_what_was_packed(mix: str) -> None:
+    """Blocks without codes, with runs and with bitmaps, in any mix, and with or without
+    recycled merges after the fresh ones: the columns come back as they were written."""
+    from bytepair._format import _unpack_code_sets
+    from bytepair._tables import PairTables
+
+    rng = np.random.default_rng(len(mix))
+    for _ in range(50):
+        nb = int(rng.integers(1, 9))
+        n_fresh = rng.integers(0, 60, nb) * (rng.random(nb) < 0.8)
+        n_merges = n_fresh + rng.integers(0, 3, nb) * (rng.random() < 0.5)
+        codes = []
+        for k, n in enumerate(n_fresh.tolist()):
+            runs = mix == "runs" or (mix == "both" and k % 2 == 0)
+            picked = 255 - np.arange(n) if runs else np.sort(rng.choice(256, n, replace=False))[::-1]
+            codes.append(np.concatenate((picked, rng.integers(0, 256, int(n_merges[k]) - n))))
+        code = np.concatenate(codes).astype(np.uint8)
+        kind, blob, _ = pack_code_sets(n_merges, n_fresh, code)
+        fresh = np.concatenate([c[:n] for c, n in zip(codes, n_fresh.tolist(), strict=True)]).astype(np.uint8)
+        assert _unpack_code_sets(kind.astype(np.int64), np.frombuffer(blob, np.uint8), n_fresh, 0).tolist() == (
+            fresh.tolist()
+        )
+        m = int(n_merges.sum())
+        t = PairTables(
+            np.full(nb, 60000),
+            n_merges,
+            n_fresh,
+            code,
+            rng.integers(0, 256, m).astype(np.uint8),
+            rng.integers(0, 256, m).astype(np.uint8),
+            np.ones(nb, dtype=np.int64),
+            np.zeros(nb, dtype=np.uint8),
+        )
+        body = pack_frame(t, 0)[FRAME_HEADER_SIZE:]
+        back = unpack_frame_body(unpack_frame_header(pack_frame(t, 0), 0, 0), body, 0, 0)
+        for name in ("n_merges", "n_fresh", "code", "left", "right"):
+            assert getattr(back, name).tolist() == getattr(t, name).tolist(), name
 
 
 @pytest.fixture(scope="module")
