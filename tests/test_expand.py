@@ -162,8 +162,14 @@ def _texty(length: int, seed: int) -> bytes:
         (4_000, 8),  # tiny blocks, too many for tables: operands and symbols found by search
     ],
 )
-def test_every_decoding_strategy_agrees_with_the_reference(length: int, block: int) -> None:
+@pytest.mark.parametrize("ordered", [True, False], ids=["word-copies", "byte-gathers"])
+def test_every_decoding_strategy_agrees_with_the_reference(
+    length: int, block: int, ordered: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bytepair import _expand
     from bytepair._expand import _W, _Payloads, _Resolved
+
+    monkeypatch.setattr(_expand, "ordered_writes", lambda: ordered)
 
     data = _texty(length, seed=length) if block > 8 else b"aaaabbbb" * (length // 8)
     t = tables_for(data, list(range(block, length, block)))
@@ -201,11 +207,15 @@ def test_recycled_codes_resolve_alike_by_table_and_by_search() -> None:
     assert both(many) == expected + b"".join(tiny)
 
 
+@pytest.mark.parametrize("ordered", [True, False], ids=["word-copies", "byte-gathers"])
 @pytest.mark.parametrize("block", [1_500, 20_000])
-def test_escapes_are_checked_and_restored_per_block(block: int) -> None:
+def test_escapes_are_checked_and_restored_per_block(block: int, ordered: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Escapes whose originals are the mark itself (so the data is unchanged), in every block
     but one; that block's mark value occurs in it and must be left alone."""
+    from bytepair import _expand
     from bytepair._escape import Escapes
+
+    monkeypatch.setattr(_expand, "ordered_writes", lambda: ordered)
 
     data = _texty(4 * block, seed=block)
     t = tables_for(data, [block, 2 * block, 3 * block])
@@ -248,3 +258,25 @@ def test_word_copies_in_order_copy_every_byte() -> None:
             owner = np.repeat(np.arange(k), np.diff(np.append(first, len(words_src))))
             long = lengths[owner] >= _W
             assert (words_dst[long] + _W <= (dst + lengths)[owner][long]).all()
+
+
+def test_this_numpy_writes_overlapping_words_in_order() -> None:
+    """The word copies rely on it; without it the decoder falls back to byte gathers
+    (correct, about 1.25x the time), and this test says so."""
+    from bytepair._expand import ordered_writes
+
+    assert ordered_writes(), "numpy no longer assigns fancy indexes in order: decoding takes the slow path"
+
+
+@pytest.mark.parametrize("ordered", [True, False], ids=["word-copies", "byte-gathers"])
+def test_damaged_tables_are_refused_on_either_path(ordered: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bytepair import _expand
+
+    monkeypatch.setattr(_expand, "ordered_writes", lambda: ordered)
+    data = _texty(30_000, seed=7)
+    t = tables_for(data, [10_000, 20_000])
+    assert expand(t).tobytes() == data
+    longer = t.orig_len.copy()
+    longer[1] += 1
+    with pytest.raises(CorruptDataError, match="block 1: expands to"):
+        expand(dataclasses.replace(t, orig_len=longer))
