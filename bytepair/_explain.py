@@ -16,7 +16,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from ._blocks import split_blocks
 from ._codec import FRAME_SIZE, block_costs
-from ._engine import StepRecord, encode_blocks
+from ._engine import EncodedBlocks, StepRecord, encode_blocks
 from ._escape import find_escapes
 from ._format import BLOCK_HEADER_SIZE
 from ._params import DEFAULT_LEVEL, Params, resolve_params
@@ -225,14 +225,7 @@ def explain(
                 )
             )
 
-    enc = encode_blocks(
-        engine_input,
-        one_block,
-        threshold=params.threshold,
-        recycle=params.recycle,
-        merges_per_step=params.merges_per_step,
-        on_step=observe,
-    )
+    enc = _encode(engine_input, one_block, params, observe)
     n_merges = int(enc.n_merges[0])
     n_fresh = int(enc.n_fresh[0])
     expansions: dict[int, bytes] = {v: bytes([v]) for v in range(256)}
@@ -264,6 +257,23 @@ def explain(
     )
 
 
+def _encode(
+    block: npt.NDArray[np.uint8],
+    one_block: npt.NDArray[np.int64],
+    params: Params,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> EncodedBlocks:
+    """The engine run exactly as the compressor runs it on this block."""
+    return encode_blocks(
+        block,
+        one_block,
+        threshold=params.threshold,
+        recycle=params.recycle,
+        merges_per_step=params.merges_per_step,
+        on_step=on_step,
+    )
+
+
 def _merge_pair(sequence: bytes, left: int, right: int, code: int) -> bytes:
     """*sequence* with each occurrence of ``(left, right)``, left to right, made *code*."""
     out = bytearray()
@@ -292,14 +302,7 @@ def _escapes_as_compressed(
     if params.escape_trial:
 
         def cost(block: npt.NDArray[np.uint8]) -> int:
-            enc = encode_blocks(
-                block,
-                one_block,
-                threshold=params.threshold,
-                recycle=params.recycle,
-                merges_per_step=params.merges_per_step,
-            )
-            return int(block_costs(enc)[0])
+            return int(block_costs(_encode(block, one_block, params))[0])
 
         if not cost(changed) + escape_size < cost(piece):
             return piece, None, b"", 0
