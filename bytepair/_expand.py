@@ -90,6 +90,8 @@ def _chunks(
     is left out, it was written already. Returns the words' sources and
     destinations, and each copy's first word.
     """
+    if not len(lengths):  # e.g. a group of symbols none of which is longer than a word
+        return src[:0], dst[:0], lengths[:0]
     count = (lengths + (_W - 1)) // _W
     second = lengths - _W * (count - 1)  # offset of a copy's second word
     last = np.maximum(lengths - _W, 0)  # offset of its last word

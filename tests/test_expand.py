@@ -280,3 +280,32 @@ def test_damaged_tables_are_refused_on_either_path(ordered: bool, monkeypatch: p
     longer[1] += 1
     with pytest.raises(CorruptDataError, match="block 1: expands to"):
         expand(dataclasses.replace(t, orig_len=longer))
+
+
+def test_a_group_without_long_symbols_among_groups_with_them() -> None:
+    """Many small blocks (decoded in groups of symbols): a group whose symbols are all
+    short, while other groups hold symbols longer than a word, must decode (it raised
+    IndexError on the corpora joined into one input)."""
+    from bytepair._expand import _GROUP, _Payloads, _Resolved
+
+    long_part = (bytes(range(100, 140)) * 2 + b"_") * 8  # codes of 40+ bytes
+    short_part = bytes(np.random.default_rng(2).integers(0, 8, 8 * _GROUP, dtype=np.uint8))  # short codes only
+    data = long_part + short_part + long_part
+    block = 700
+    t = tables_for(data, list(range(block, len(data), block)))
+    payloads = _Payloads(t, _Resolved(t))
+    assert payloads.nodes is not None, "expected the grouped path"
+    assert len(payloads.nodes) > 3 * _GROUP, "expected a group of short symbols only"
+    assert expand(t).tobytes() == data
+
+
+def test_a_long_code_no_payload_symbol_uses() -> None:
+    """A block whose table defines a code longer than a word that its payload never
+    uses (legal, if wasteful) decodes; the word copies for long symbols have none to do
+    (it raised IndexError)."""
+    from bytepair._expand import _Payloads, _Resolved
+
+    chain = [(255 - k, 255 - k + 1 if k else ord("a"), ord("b") + k) for k in range(20)]  # 21 bytes at the end
+    t = one_block(chain, b"xyz" * 1000, 3000)
+    assert _Payloads(t, _Resolved(t)).nodes is None, "expected the block-by-block path"
+    assert both(t) == b"xyz" * 1000
