@@ -456,8 +456,8 @@ def format_text(explanation: Explanation, *, letters: bool = False) -> str:
     else:
         with_sequence = all(s.sequence_after is not None for s in e.steps)
         recycled = any(not s.fresh for s in e.steps)
-        headers = ["step", "pair", "count", "replaced", "code", "length"]
-        right = [True, False, True, True, False, True]
+        headers = ["step", "pass", "pair", "count", "replaced", "code", "length"]
+        right = [True, True, False, True, True, False, True]
         if with_sequence:
             headers.append("sequence after the step")
             right.append(False)
@@ -466,6 +466,7 @@ def format_text(explanation: Explanation, *, letters: bool = False) -> str:
             code = names.code_names[s.step - 1] + ("" if s.fresh else " *")
             row = [
                 str(s.step),
+                str(s.engine_step),
                 f'"{names.pair(s.step, s.left, s.right)}"',
                 str(s.count),
                 str(s.replaced),
@@ -478,6 +479,9 @@ def format_text(explanation: Explanation, *, letters: bool = False) -> str:
             rows.append(row)
         out += _columns(headers, rows, right)
         out.append("count: occurrences before the step, overlapping ones too; replaced: those the step replaced")
+        out.append(
+            "pass: the engine's step; the merges of one pass share no symbol, the first is the most frequent pair"
+        )
         if recycled:
             out.append("* a recycled code: a byte value of the block that no longer occurs")
         out.append("")

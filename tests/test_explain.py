@@ -301,6 +301,7 @@ def test_text_view() -> None:
     header = next(i for i, line in enumerate(lines) if line.startswith("step"))
     assert lines[header].split() == [
         "step",
+        "pass",
         "pair",
         "count",
         "replaced",
@@ -311,12 +312,12 @@ def test_text_view() -> None:
         "the",
         "step",
     ]
-    assert lines[header + 1].split() == ["1", '"AB"', "3", "3", "Z", "6", '"ZZCZCD"']
-    assert lines[header + 2].split() == ["2", '"ZC"', "2", "2", "Y", "4", '"ZYYD"']
+    assert lines[header + 1].split() == ["1", "1", '"AB"', "3", "3", "Z", "6", '"ZZCZCD"']
+    assert lines[header + 2].split() == ["2", "2", '"ZC"', "2", "2", "Y", "4", '"ZYYD"']
     # aligned: every column starts at the same place on each row
-    for column in ("pair", "count", "code", "length"):
+    for column in ("pass", "pair", "count", "code", "length"):
         end = lines[header].index(column) + len(column)
-        if column in ("count", "length"):  # right-aligned numbers end together
+        if column in ("pass", "count", "length"):  # right-aligned numbers end together
             assert lines[header + 1][end - 1] != " " and lines[header + 2][end - 1] != " "
         else:
             start = lines[header].index(column)
@@ -425,3 +426,14 @@ def test_python_dash_m() -> None:
         [sys.executable, "-m", "bytepair._explain", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     assert help_run.returncode == 0 and "fall back to <byte value>" in " ".join(help_run.stdout.split())
+
+
+def test_text_view_shows_which_merges_one_pass_made() -> None:
+    e = explain(b"ab.cd;" * 50, threshold=2)
+    assert [s.engine_step for s in e.steps[:2]] == [1, 1], "'.c' and 'ab' share no symbol: one pass"
+    lines = format_text(e).splitlines()
+    header = next(line for line in lines if line.startswith("step"))
+    assert header.split()[:3] == ["step", "pass", "pair"]
+    rows = [line.split() for line in lines[lines.index(header) + 1 :][: len(e.steps)]]
+    assert [int(row[1]) for row in rows] == [s.engine_step for s in e.steps]
+    assert any(line.startswith("pass: ") for line in lines)
