@@ -356,14 +356,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     res = _Resolved(t)
     length, depth = _node_lengths(t, res)
     payloads = _Payloads(t, res)
-    # each block must expand to exactly its declared length
-    block_total = payloads.block_totals(length)
-    wrong = block_total != t.orig_len
-    if wrong.any():
-        b = int(np.argmax(wrong))
-        raise CorruptDataError(
-            f"block {t.first_block + b}: expands to {int(block_total[b])} bytes, header says {int(t.orig_len[b])}"
-        )
+    payloads.check_totals(length)
     nb = len(t.orig_len)
     budget = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
     node_bytes = int(length[256:].sum())
@@ -402,21 +395,25 @@ class _Payloads:
             self.nodes = res.final_nodes(key)
         self.scratch = per_thread(_Scratch)
 
-    def block_totals(self, length: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """How many bytes each block's payload expands to."""
-        if self.nodes is not None:
-            self.sym_len = length[self.nodes]
-            totals: npt.NDArray[np.int64] = np.add.reduceat(self.sym_len, self.payload_at[:-1])
-            return totals
-        assert self.res.final is not None
-        lengths = length[self.res.final]
-        at = self.payload_at.tolist()
-        sym_len = self.scratch.buffer("length", int(self.t.payload_len.max()), np.int64)
-        totals = np.empty(len(at) - 1, dtype=np.int64)
-        for b, (lo, hi) in enumerate(itertools.pairwise(at)):
-            table = lengths[256 * b : 256 * b + 256]
-            totals[b] = np.take(table, self.t.payload[lo:hi], out=sym_len[: hi - lo], mode="clip").sum()
-        return totals
+    def check_totals(self, length: npt.NDArray[np.int64]) -> None:
+        """Each block must expand to exactly its declared length.
+
+        Blocks decoded one by one are checked as they are written, from the
+        symbol lengths the writing needs anyway (before any byte of the block).
+        """
+        if self.nodes is None:
+            return
+        self.sym_len = length[self.nodes]
+        totals = np.add.reduceat(self.sym_len, self.payload_at[:-1])
+        wrong = totals != self.t.orig_len
+        if wrong.any():
+            b = int(np.argmax(wrong))
+            raise self._length_error(b, int(totals[b]))
+
+    def _length_error(self, b: int, total: int) -> CorruptDataError:
+        return CorruptDataError(
+            f"block {self.t.first_block + b}: expands to {total} bytes, header says {int(self.t.orig_len[b])}"
+        )
 
     def write(
         self, length: npt.NDArray[np.int64], buf: npt.NDArray[np.uint8], offset: npt.NDArray[np.int64]
@@ -457,6 +454,8 @@ class _Payloads:
         count = esc.count.tolist() if esc is not None else [0] * nb
         escaped_at = 0
         payload_at = self.payload_at.tolist()
+        orig_len = t.orig_len.tolist()
+        bounds = block_at.tolist()
         ordered = ordered_writes()
         for b in range(nb):
             lo, hi = payload_at[b], payload_at[b + 1]
@@ -464,13 +463,16 @@ class _Payloads:
             symbols = t.payload[lo:hi]
             tables = slice(256 * b, 256 * b + 256)
             # this block's output, as words starting at each of its bytes
-            block = out_buf[block_at[b] : block_at[b + 1] + _W]
+            block = out_buf[bounds[b] : bounds[b + 1] + _W]
             np.take(lengths[tables], symbols, out=sym_len[:m], mode="clip")
+            at[0] = 0
+            np.cumsum(sym_len[: m - 1], out=at[1:m])
+            total = int(at[m - 1] + sym_len[m - 1])
+            if total != orig_len[b]:
+                raise self._length_error(b, total)
             if not ordered:
                 block[:-_W] = buf[concat_ranges(starts[tables][symbols], sym_len[:m])]
             else:
-                at[0] = 0
-                np.cumsum(sym_len[: m - 1], out=at[1:m])
                 _words(block)[at[:m]] = np.take(words[tables], symbols, out=word[:m], mode="clip")
             if ordered and long_ones[b]:
                 long = np.flatnonzero(sym_len[:m] > _W)
