@@ -251,8 +251,11 @@ def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64],
 
     Relaxation over all nodes at once: after pass d every node of depth <= d is
     final, so real tables (depth 5-25) take a few passes whatever their size.
+    Lengths only grow, and a node's length reaches its final value exactly in
+    the pass of its depth, so the last pass that changed it gives its depth.
     Operands always come from earlier merges, so it ends after at most
-    ``n_merges`` passes; lengths are clamped so a doubling chain cannot overflow.
+    ``n_merges`` passes; lengths are clamped so a doubling chain cannot overflow
+    (a clamped length is over its block's and is rejected below).
     """
     m_total = res.m_total
     ops = res.ops
@@ -264,18 +267,18 @@ def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64],
     length: npt.NDArray[np.signedinteger[Any]] = np.ones(256 + m_total, dtype=np.int32 if narrow else np.int64)
     depth: npt.NDArray[np.signedinteger[Any]] = np.zeros(256 + m_total, dtype=np.int16 if narrow else np.int64)
     cap = (block_len + 1).astype(length.dtype)
-    new_depth = depth[256:]
-    total = 0  # depths only grow, so an unchanged sum means no depth changed
-    for _ in range(span):
-        pair = depth[ops]
-        np.maximum(pair[:, 0], pair[:, 1], out=new_depth)
-        new_depth += 1
+    merge_len, merge_depth = length[256:], depth[256:]
+    new_len = np.empty_like(merge_len)
+    changed = np.empty(m_total, dtype=np.bool_)
+    for d in range(1, span + 1):
         pair = length[ops]
-        np.minimum(pair[:, 0] + pair[:, 1], cap, out=length[256:])
-        grown = int(new_depth.sum())
-        if grown == total:
+        np.add(pair[:, 0], pair[:, 1], out=new_len)
+        np.minimum(new_len, cap, out=new_len)
+        np.not_equal(new_len, merge_len, out=changed)
+        if not changed.any():
             break
-        total = grown
+        np.copyto(merge_depth, d, where=changed)
+        merge_len[...] = new_len
     too_long = length[256:] > block_len
     if too_long.any():
         m = int(np.argmax(too_long))
