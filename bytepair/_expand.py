@@ -378,9 +378,10 @@ class _Payloads:
     Blocks of many symbols are decoded one by one through tables of 256 entries
     per block (what each byte value means at the end of the block), indexed by
     the payload bytes themselves; the per-symbol arrays are scratch buffers
-    (fresh large arrays cost a page fault per 4 KiB) and a block's output is
-    still in cache when its escapes are restored. Many small blocks instead
+    (fresh large arrays cost a page fault per 4 KiB). Many small blocks instead
     resolve every symbol to its node once and go by groups of ``_GROUP`` symbols.
+    Either way the bytes of symbols longer than a word, and the escaped bytes,
+    go in afterwards for the whole frame at once.
     """
 
     def __init__(self, t: PairTables, res: _Resolved) -> None:
@@ -453,13 +454,14 @@ class _Payloads:
         sym_len = self.scratch.buffer("length", most, np.int64)
         at = self.scratch.buffer("at", most, np.int64)
         word = self.scratch.buffer("word", most * _W, np.uint8).view(_WORD)
-        esc = t.escapes
-        count = esc.count.tolist() if esc is not None else [0] * nb
-        escaped_at = 0
         payload_at = self.payload_at.tolist()
         orig_len = t.orig_len.tolist()
         bounds = block_at.tolist()
         ordered = ordered_writes()
+        # symbols longer than a word: their sources, destinations and lengths, block by block
+        long_src: list[npt.NDArray[np.int64]] = []
+        long_dst: list[npt.NDArray[np.int64]] = []
+        long_len: list[npt.NDArray[np.int64]] = []
         for b in range(nb):
             lo, hi = payload_at[b], payload_at[b + 1]
             m = hi - lo
@@ -475,23 +477,22 @@ class _Payloads:
                 raise self._length_error(b, total)
             if not ordered:
                 block[:-_W] = buf[concat_ranges(starts[tables][symbols], sym_len[:m])]
-            else:
-                _words(block)[at[:m]] = np.take(words[tables], symbols, out=word[:m], mode="clip")
-            if ordered and long_ones[b]:
+                continue
+            _words(block)[at[:m]] = np.take(words[tables], symbols, out=word[:m], mode="clip")
+            if long_ones[b]:
                 long = np.flatnonzero(sym_len[:m] > _W)
-                src, dst, _ = _chunks(starts[tables][symbols[long]], at[long], sym_len[long], skip_first=True)
-                _copy_words(_words(block), dst, _words(buf), src)
-            if count[b]:
-                assert esc is not None
-                block = block[:-_W]
-                found = np.flatnonzero(block == esc.mark[b])
-                if len(found) != count[b]:
-                    raise CorruptDataError(
-                        f"block {t.first_block + b}: holds its escape mark {len(found)} times, "
-                        f"its header says {count[b]} escaped bytes"
-                    )
-                block[found] = esc.literals[escaped_at : escaped_at + count[b]]
-                escaped_at += count[b]
+                long_src.append(starts[tables][symbols[long]])
+                long_dst.append(at[long] + bounds[b])
+                long_len.append(sym_len[long])
+        # the rest of every long symbol, for all blocks at once (a few numpy calls per
+        # frame, not per block: most blocks have only a few such symbols)
+        if long_src:
+            src, dst, _ = _chunks(
+                np.concatenate(long_src), np.concatenate(long_dst), np.concatenate(long_len), skip_first=True
+            )
+            _copy_words(_words(out_buf), dst, _words(buf), src)
+        if t.escapes is not None:
+            restore_escapes(out_buf[: bounds[-1]], t.orig_len, t.escapes, t.first_block)
 
     def _by_group(
         self,
