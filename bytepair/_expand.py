@@ -251,8 +251,8 @@ def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64],
 
     Relaxation over all nodes at once: after pass d every node of depth <= d is
     final, so real tables (depth 5-25) take a few passes whatever their size.
-    Lengths only grow, and a node's length reaches its final value exactly in
-    the pass of its depth, so the last pass that changed it gives its depth.
+    Lengths only grow, and a node's length changes in passes 1 to its depth
+    and never after, so the passes that change it count its depth.
     Operands always come from earlier merges, so it ends after at most
     ``n_merges`` passes; lengths are clamped so a doubling chain cannot overflow
     (a clamped length is over its block's and is rejected below).
@@ -270,14 +270,16 @@ def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64],
     merge_len, merge_depth = length[256:], depth[256:]
     new_len = np.empty_like(merge_len)
     changed = np.empty(m_total, dtype=np.bool_)
-    for d in range(1, span + 1):
-        pair = length[ops]
-        np.add(pair[:, 0], pair[:, 1], out=new_len)
+    left, right = np.ascontiguousarray(ops[:, 0]), np.ascontiguousarray(ops[:, 1])
+    for _ in range(span):
+        np.add(length.take(left), length.take(right), out=new_len)
         np.minimum(new_len, cap, out=new_len)
         np.not_equal(new_len, merge_len, out=changed)
         if not changed.any():
             break
-        np.copyto(merge_depth, d, where=changed)
+        # the nodes that change in a pass are among those that changed in the one
+        # before (every merge changes in the first), so counting gives the depth
+        merge_depth += changed
         merge_len[...] = new_len
     too_long = length[256:] > block_len
     if too_long.any():
