@@ -165,7 +165,8 @@ class _Resolved:
 
     def _by_table(self, t: PairTables, nb: int, n_fresh: int) -> npt.NDArray[np.int64]:
         """Operand nodes through a table of each block's fresh codes, then a search among recycled ones."""
-        table = np.tile(np.arange(256, dtype=np.int64), nb)
+        table = np.arange(nb * 256, dtype=np.int64)
+        table &= 255
         fresh = self.is_fresh
         if fresh is None:
             table[self.defined] = 256 + self.ids
@@ -175,9 +176,8 @@ class _Resolved:
             raise CorruptDataError("pair table lists a fresh code twice")
         ops = table[self.slots]
         # a fresh code defined by this merge or a later one: a self-reference or a cycle
-        ahead = ops >= (256 + self.ids)[:, None]
-        if ahead.any():
-            raise self._fresh_error(t, ahead)
+        if (np.maximum(ops[:, 0], ops[:, 1]) >= 256 + self.ids).any():
+            raise self._fresh_error(t, ops >= (256 + self.ids)[:, None])
         if fresh is not None:
             # recycled codes come after all fresh ones in a block: the latest earlier
             # recycled definition of an operand, if any, overrides the fresh one
@@ -197,7 +197,8 @@ class _Resolved:
             at_ok = np.maximum(at, 0)
             found = (at >= 0) & (r_slot[at_ok] == q_slot)
             ops.ravel()[hit[found]] = 256 + recycled[at[found]]
-            latest = np.flatnonzero(np.diff(r_slot, append=-1))
+            latest = np.flatnonzero(r_slot[1:] != r_slot[:-1])
+            latest = np.append(latest, len(r_slot) - 1)
             table[r_slot[latest]] = 256 + recycled[latest]
         self.final = table
         return ops
@@ -320,7 +321,8 @@ def _lay_out(
     piece_dst[:, 1] = starts
     piece_dst[:, 1] += piece_len[:, 0]
     piece_len = piece_len.ravel()
-    level_at = 2 * np.flatnonzero(np.diff(depth[256:][by_depth])) + 2
+    # where each depth level's pieces start (merges have depth 1 or more)
+    level_at = 2 * np.cumsum(np.bincount(depth[256:])[1:-1])
     if not ordered_writes():  # byte by byte: the pieces are back to back from byte 256
         byte_src = concat_ranges(piece_src, piece_len)
         level_end = piece_dst.ravel()[level_at] - 256
