@@ -3,6 +3,9 @@
 Both take the same columns (no file format here) and validate before they
 allocate: every operand is a literal or an earlier code, no code expands to more
 than its block holds, and every block expands to exactly its declared length.
+The fast decoder is numpy calls over all blocks at once, except for small runs of
+blocks, where Python is cheaper than the calls' fixed cost (``SMALL_RUN``); the
+reference decoder shares that small path's checks (``_BlockNodes``).
 
 A code's meaning is the definition current when it is used: with code recycling
 one byte value can stand for several pairs over a block's life. Each merge is a
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -360,6 +364,8 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
         if t.escapes is not None:
             restore_escapes(out, t.orig_len, t.escapes, t.first_block)
         return out
+    if len(t.code) * _MERGE_WEIGHT + len(t.payload) <= SMALL_RUN:
+        return _expand_small(t)
     res = _Resolved(t)
     length, depth = _node_lengths(t, res)
     payloads = _Payloads(t, res)
@@ -528,55 +534,149 @@ class _Payloads:
             restore_escapes(out_buf[: block_at[-1]], t.orig_len, t.escapes, t.first_block)
 
 
+class _BlockNodes:
+    """One block's merges as nodes, resolved and checked in Python, merge by merge.
+
+    Node ``k`` is merge ``k`` of the block: ``left[k]``/``right[k]`` are its operands
+    (0..255 a literal, ``256 + j`` merge ``j``) and ``length[k]`` its expansion's.
+    ``final[v]`` is what byte value ``v`` means at the end of the block. The checks
+    are the fast decoder's: fresh codes listed once and used only after their merge,
+    no code longer than the block, the payload expanding to the declared length.
+    """
+
+    def __init__(self, t: PairTables, b: int, merge_at: int, payload: bytes) -> None:
+        n_merges = int(t.n_merges[b])
+        n_fresh = int(t.n_fresh[b])
+        orig_len = int(t.orig_len[b])
+        where = f"block {t.first_block + b}"
+        final = list(range(256))
+        self.left: list[int] = []
+        self.right: list[int] = []
+        self.length: list[int] = []
+        codes = t.code[merge_at : merge_at + n_merges].tolist()
+        lefts = t.left[merge_at : merge_at + n_merges].tolist()
+        rights = t.right[merge_at : merge_at + n_merges].tolist()
+        fresh_codes = set(codes[:n_fresh])
+        if len(fresh_codes) != n_fresh:
+            raise CorruptDataError("pair table lists a fresh code twice")
+        undefined = set(fresh_codes)  # fresh codes whose merge has not come yet
+        node_len = [1] * 256  # what each byte value expands to, as things stand
+        for k, (code, lv, rv) in enumerate(zip(codes, lefts, rights, strict=True)):
+            if undefined and (lv in undefined or rv in undefined):
+                v = lv if lv in undefined else rv
+                raise CorruptDataError(f"{where}: pair code {code} (merge {k}) uses code {v} before it is defined")
+            size = node_len[lv] + node_len[rv]
+            if size > orig_len:
+                raise CorruptDataError(f"{where}: pair code {code} expands to more than the block's {orig_len} bytes")
+            self.left.append(final[lv])
+            self.right.append(final[rv])
+            self.length.append(size)
+            final[code] = 256 + k
+            node_len[code] = size
+            undefined.discard(code)
+        self.final = final
+        total = sum(map(node_len.__getitem__, payload))
+        if total != orig_len:
+            raise CorruptDataError(f"{where}: expands to {total} bytes, header says {orig_len}")
+
+
+def _blocks_in_python(t: PairTables) -> Iterator[tuple[int, bytes, _BlockNodes]]:
+    """Each block's index, payload and checked nodes."""
+    merge_at = 0
+    payload_at = 0
+    for b in range(len(t.orig_len)):
+        payload = t.payload[payload_at : payload_at + int(t.payload_len[b])].tobytes()
+        yield b, payload, _BlockNodes(t, b, merge_at, payload)
+        merge_at += int(t.n_merges[b])
+        payload_at += len(payload)
+
+
+SMALL_RUN = 1500
+"""Runs of blocks with at most this many merges and payload bytes together (merges
+weighing ``_MERGE_WEIGHT`` each) go through ``_expand_small``: the fast decoder's fixed
+cost of a few hundred numpy calls outweighs a Python loop over so few items."""
+_MERGE_WEIGHT = 8
+
+
+def _expand_small(t: PairTables) -> npt.NDArray[np.uint8]:
+    """Decode a small run of blocks in Python: every node's expansion as a bytes object
+    (operands first), then each block as the join of its symbols' expansions."""
+    blocks: list[tuple[bytes, _BlockNodes]] = []
+    node_bytes = 0
+    for _b, payload, nodes in _blocks_in_python(t):
+        blocks.append((payload, nodes))
+        node_bytes += sum(nodes.length)
+    budget = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
+    if node_bytes > budget:
+        nb = len(t.orig_len)
+        raise CorruptDataError(
+            f"blocks {t.first_block}..{t.first_block + nb - 1}: pair tables expand to "
+            f"{node_bytes} bytes, more than {NODE_BUDGET}x the data they describe"
+        )
+    out = bytearray()
+    escapes = _EscapesInPython(t)
+    for b, (payload, nodes) in enumerate(blocks):
+        expansion = list(_LITERALS)
+        for left, right in zip(nodes.left, nodes.right, strict=True):
+            expansion.append(expansion[left] + expansion[right])
+        meaning = [expansion[node] for node in nodes.final]
+        block_start = len(out)
+        out += b"".join(map(meaning.__getitem__, payload))
+        escapes.restore(out, block_start, b)
+    return np.frombuffer(out, dtype=np.uint8)
+
+
+_LITERALS = tuple(bytes((v,)) for v in range(256))
+
+
+class _EscapesInPython:
+    """Each block's escaped bytes put back over its marks, for the Python decoders."""
+
+    def __init__(self, t: PairTables) -> None:
+        esc = t.escapes
+        self.first_block = t.first_block
+        self.count = esc.count.tolist() if esc is not None else [0] * len(t.orig_len)
+        self.mark = esc.mark.tolist() if esc is not None else []
+        self.literals = esc.literals.tolist() if esc is not None else []
+        self.used = 0
+
+    def restore(self, out: bytearray, start: int, b: int) -> None:
+        """Replace block *b*'s marks in ``out[start:]``, which must number its escape count."""
+        count = self.count[b]
+        if not count:
+            return
+        mark = self.mark[b]
+        found: list[int] = []
+        at = out.find(mark, start)
+        while at >= 0 and len(found) <= count:
+            found.append(at)
+            at = out.find(mark, at + 1)
+        if len(found) != count:
+            held = len(found) + out.count(mark, at + 1) if at >= 0 else len(found)
+            raise CorruptDataError(
+                f"block {self.first_block + b}: holds its escape mark {held} times, "
+                f"its header says {count} escaped bytes"
+            )
+        for k, value in zip(found, self.literals[self.used : self.used + count], strict=True):
+            out[k] = value
+        self.used += count
+
+
 def expand_reference(t: PairTables) -> bytes:
     """Decode block by block with an explicit stack, as Gage's expander does; no recursion.
 
     Slow (pure Python per output byte); it exists to check the fast decoder.
     """
     out = bytearray()
-    merge_at = 0
-    payload_at = 0
-    escaped_at = 0
-    for b in range(len(t.orig_len)):
-        n_merges = int(t.n_merges[b])
-        n_fresh = int(t.n_fresh[b])
-        orig_len = int(t.orig_len[b])
-        where = f"block {t.first_block + b}"
-        # nodes[k] = (left node, right node, length); literals are 0..255
-        current = list(range(256))
-        lefts: list[int] = []
-        rights: list[int] = []
-        lengths: list[int] = []
-        fresh_codes = {int(c) for c in t.code[merge_at : merge_at + n_fresh]}
-        if len(fresh_codes) != n_fresh:
-            raise CorruptDataError("pair table lists a fresh code twice")
-        defined: set[int] = set()
-        for k in range(n_merges):
-            code = int(t.code[merge_at + k])
-            operands = (int(t.left[merge_at + k]), int(t.right[merge_at + k]))
-            for v in operands:
-                if v in fresh_codes and v not in defined:
-                    raise CorruptDataError(f"{where}: pair code {code} (merge {k}) uses code {v} before it is defined")
-            ln, rn = current[operands[0]], current[operands[1]]
-            size = (1 if ln < 256 else lengths[ln - 256]) + (1 if rn < 256 else lengths[rn - 256])
-            if size > orig_len:
-                raise CorruptDataError(f"{where}: pair code {code} expands to more than the block's {orig_len} bytes")
-            lefts.append(ln)
-            rights.append(rn)
-            lengths.append(size)
-            current[code] = 256 + k
-            if k < n_fresh:
-                defined.add(code)
-        payload = t.payload[payload_at : payload_at + int(t.payload_len[b])].tobytes()
-        total = sum(1 if current[sym] < 256 else lengths[current[sym] - 256] for sym in payload)
-        if total != orig_len:
-            raise CorruptDataError(f"{where}: expands to {total} bytes, header says {orig_len}")
+    escapes = _EscapesInPython(t)
+    for b, payload, nodes in _blocks_in_python(t):
+        lefts, rights = nodes.left, nodes.right
         # depth of a node is at most its merge index + 1, so this stack never overflows
-        stack = [0] * (n_merges + 2)
+        stack = [0] * (len(lefts) + 2)
         block_start = len(out)
         for sym in payload:
             top = 0
-            stack[0] = current[sym]
+            stack[0] = nodes.final[sym]
             while top >= 0:
                 node = stack[top]
                 if node < 256:
@@ -586,20 +686,5 @@ def expand_reference(t: PairTables) -> bytes:
                     stack[top] = rights[node - 256]
                     top += 1
                     stack[top] = lefts[node - 256]
-        if t.escapes is not None and t.escapes.count[b]:
-            count = int(t.escapes.count[b])
-            literals = t.escapes.literals[escaped_at : escaped_at + count].tolist()
-            _restore_block(out, block_start, int(t.escapes.mark[b]), literals, where)
-            escaped_at += count
-        merge_at += n_merges
-        payload_at += int(t.payload_len[b])
+        escapes.restore(out, block_start, b)
     return bytes(out)
-
-
-def _restore_block(out: bytearray, start: int, mark: int, literals: list[int], where: str) -> None:
-    """Replace a block's escape marks in ``out[start:]`` by its escaped bytes, one by one."""
-    found = [k for k in range(start, len(out)) if out[k] == mark]
-    if len(found) != len(literals):
-        raise CorruptDataError(f"{where}: holds its escape mark {len(found)} times, header says {len(literals)}")
-    for k, value in zip(found, literals, strict=True):
-        out[k] = value

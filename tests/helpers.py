@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import unittest.mock
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+import bytepair._expand
 import bytepair._stream
 from bytepair import BytePairError
+from bytepair._tables import PairTables
 
 REPO = Path(__file__).resolve().parent.parent
 TESTDATA = REPO / "testdata"
@@ -58,3 +61,23 @@ def frame_size(size: int) -> Iterator[None]:
         yield
     finally:
         names["FRAME_SIZE"] = saved
+
+
+def expand_vectorized(t: PairTables) -> bytes:
+    """The fast decoder's numpy path, whatever the size of *t*."""
+    with unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", -1):
+        return bytepair._expand.expand(t).tobytes()
+
+
+def expand_in_python(t: PairTables) -> bytes:
+    """The fast decoder's path for small runs of blocks, whatever the size of *t*."""
+    with unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", 1 << 62):
+        return bytepair._expand.expand(t).tobytes()
+
+
+DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
+    expand_vectorized,
+    expand_in_python,
+    bytepair._expand.expand_reference,
+)
+"""Every way a run of blocks can be decoded: they must agree, and refuse alike."""
