@@ -60,9 +60,9 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
         if not parser.done:
             raise TruncatedDataError(
                 "compressed data ends before the end of the stream"
-                + (f" (after frame {parser.n_frames - 1})" if parser.n_frames else "")
+                + (f" (after frame {parser.tally.n_frames - 1})" if parser.tally.n_frames else "")
             )
-        produced += parser.total_size
+        produced += parser.tally.size
         if pos == len(buf):
             break
         tail = bytes(buf[pos : pos + len(MAGIC)])

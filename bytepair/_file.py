@@ -25,7 +25,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ._codec import decode_frame
-from ._crc import crc32_combine
 from ._errors import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
 from ._format import (
     END_SIZE,
@@ -35,6 +34,7 @@ from ._format import (
     MAGIC,
     STREAM_HEADER_SIZE,
     FrameHeader,
+    StreamTally,
     unpack_end,
     unpack_frame_header,
     unpack_stream_header,
@@ -163,7 +163,7 @@ class _FrameMap:
         self._in_stream = False
         self._streams = 0
         self._stream_at = 0
-        self._n_frames = self._n_blocks = self._total = self._crc = 0
+        self._tally = StreamTally()
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -188,7 +188,7 @@ class _FrameMap:
             if kind[0] != KIND_END:
                 raise CorruptDataError(
                     f"unknown record kind {kind[0]:#04x} at byte {self._at} "
-                    f"(after frame {self._n_frames - 1} of the stream at byte {self._stream_at})"
+                    f"(after frame {self._tally.n_frames - 1} of the stream at byte {self._stream_at})"
                 )
             self._end_stream(kind)
         return False
@@ -244,7 +244,7 @@ class _FrameMap:
         self._stream_at = at
         self._at = at + STREAM_HEADER_SIZE
         self._in_stream = True
-        self._n_frames = self._n_blocks = self._total = self._crc = 0
+        self._tally = StreamTally()
 
     def _record(self, kind: bytes, size: int, what: str) -> bytes:
         raw = kind + bytes(self._source.read(self._at + 1, size - 1))
@@ -255,21 +255,19 @@ class _FrameMap:
         return raw
 
     def _add_frame(self, kind: bytes) -> None:
-        raw = self._record(kind, FRAME_HEADER_SIZE, f"header of frame {self._n_frames}")
+        tally = self._tally
+        raw = self._record(kind, FRAME_HEADER_SIZE, f"header of frame {tally.n_frames}")
         try:
-            header: FrameHeader = unpack_frame_header(raw, 0, self._n_frames)
+            header: FrameHeader = unpack_frame_header(raw, 0, tally.n_frames)
         except BytePairError as exc:
             raise _moved(exc, self._at) from None
         self._starts.append(self.size)
         self._bodies.append(self._at + FRAME_HEADER_SIZE)
-        self._numbers.append(self._n_frames)
-        self._first_blocks.append(self._n_blocks)
+        self._numbers.append(tally.n_frames)
+        self._first_blocks.append(tally.n_blocks)
         self._headers += raw
         self.size += header.orig_size
-        self._crc = crc32_combine(self._crc, header.content_crc, header.orig_size)
-        self._total += header.orig_size
-        self._n_frames += 1
-        self._n_blocks += header.n_blocks
+        tally.add_header(header)
         self._at += FRAME_HEADER_SIZE + header.body_size
 
     def _end_stream(self, kind: bytes) -> None:
@@ -278,12 +276,7 @@ class _FrameMap:
             end = unpack_end(raw, 0)
         except BytePairError as exc:
             raise _moved(exc, self._at) from None
-        if (end.n_frames, end.total_size, end.total_crc) != (self._n_frames, self._total, self._crc):
-            raise CorruptDataError(
-                f"end of stream at byte {self._at} does not match the stream "
-                f"({end.n_frames} frames / {end.total_size} bytes declared, "
-                f"{self._n_frames} / {self._total} read, or a CRC-32 mismatch)"
-            )
+        self._tally.check_end(end, self._at)
         self._at += END_SIZE
         self._in_stream = False
 

@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
+from ._crc import crc32_combine
 from ._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
 from ._escape import Escapes
 from ._tables import PairTables, concat_ranges
@@ -75,6 +76,41 @@ class StreamEnd:
     n_frames: int
     total_size: int
     total_crc: int
+
+
+@dataclasses.dataclass
+class StreamTally:
+    """A stream's frames so far: what its end record must say.
+
+    Every writer and reader of the stream structure keeps one, so the end
+    record is written and checked by the same rule.
+    """
+
+    n_frames: int = 0
+    n_blocks: int = 0
+    size: int = 0
+    crc: int = 0
+
+    def add(self, orig_size: int, content_crc: int, n_blocks: int) -> None:
+        self.n_frames += 1
+        self.n_blocks += n_blocks
+        self.crc = crc32_combine(self.crc, content_crc, orig_size)
+        self.size += orig_size
+
+    def add_header(self, header: FrameHeader) -> None:
+        self.add(header.orig_size, header.content_crc, header.n_blocks)
+
+    def pack_end(self) -> bytes:
+        return pack_end(self.n_frames, self.size, self.crc)
+
+    def check_end(self, end: StreamEnd, offset: int) -> None:
+        """Raise ``CorruptDataError`` unless the end record at *offset* matches the frames read."""
+        if (end.n_frames, end.total_size, end.total_crc) != (self.n_frames, self.size, self.crc):
+            raise CorruptDataError(
+                f"end of stream at byte {offset} does not match the stream "
+                f"({end.n_frames} frames / {end.total_size} bytes declared, "
+                f"{self.n_frames} / {self.size} read, or a CRC-32 mismatch)"
+            )
 
 
 def _check16(data: bytes) -> int:

@@ -24,6 +24,7 @@ from ._format import (
     KIND_FRAME,
     MAGIC,
     STREAM_HEADER_SIZE,
+    StreamTally,
     unpack_end,
     unpack_frame_header,
     unpack_stream_header,
@@ -141,20 +142,21 @@ def list_streams(f: BinaryIO) -> Listing:
         if len(head) < STREAM_HEADER_SIZE:
             raise TruncatedDataError(f"data ends inside the stream header at byte {start}")
         _at(start, partial(unpack_stream_header, head))
-        s_frames, s_blocks, s_size, s_crc = _walk_records(r)
-        frames += s_frames
-        blocks += s_blocks
-        crc = crc32_combine(crc, s_crc, s_size)
-        size += s_size
+        stream = _walk_records(r)
+        frames += stream.n_frames
+        blocks += stream.n_blocks
+        crc = crc32_combine(crc, stream.crc, stream.size)
+        size += stream.size
     return Listing(frames, blocks, r.offset, size, crc)
 
 
-def _walk_records(r: _Reader) -> tuple[int, int, int, int]:
-    """The frames of one stream, up to and including its end record: (frames, blocks, size, crc)."""
-    frames = blocks = size = crc = 0
+def _walk_records(r: _Reader) -> StreamTally:
+    """The frames of one stream, up to and including its end record."""
+    tally = StreamTally()
     while True:
         pos = r.offset
         kind_byte = r.read(1)
+        frames = tally.n_frames
         if not kind_byte:
             after = f" (after frame {frames - 1})" if frames else ""
             raise TruncatedDataError(f"compressed data ends before the end of the stream at byte {pos}{after}")
@@ -163,19 +165,10 @@ def _walk_records(r: _Reader) -> tuple[int, int, int, int]:
             raw = kind_byte + r.exact(FRAME_HEADER_SIZE - 1, f"header of frame {frames}")
             header = _at(pos, partial(unpack_frame_header, raw, 0, frames))
             r.skip(header.body_size, f"body of frame {frames}")
-            crc = crc32_combine(crc, header.content_crc, header.orig_size)
-            size += header.orig_size
-            blocks += header.n_blocks
-            frames += 1
+            tally.add_header(header)
         elif kind == KIND_END:
             raw = kind_byte + r.exact(END_SIZE - 1, "end of stream")
-            end = _at(pos, partial(unpack_end, raw, 0))
-            if (end.n_frames, end.total_size, end.total_crc) != (frames, size, crc):
-                raise CorruptDataError(
-                    f"end of stream at byte {pos} does not match the stream "
-                    f"({end.n_frames} frames / {end.total_size} bytes declared, "
-                    f"{frames} / {size} read, or a CRC-32 mismatch)"
-                )
-            return frames, blocks, size, crc
+            tally.check_end(_at(pos, partial(unpack_end, raw, 0)), pos)
+            return tally
         else:
             raise CorruptDataError(f"unknown record kind {kind:#04x} at byte {pos} (after frame {frames - 1})")

@@ -14,7 +14,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ._codec import FRAME_SIZE, decode_frame
-from ._crc import crc32_combine
 from ._errors import CorruptDataError, OutputLimitError
 from ._format import (
     END_SIZE,
@@ -22,7 +21,7 @@ from ._format import (
     KIND_END,
     KIND_FRAME,
     STREAM_HEADER_SIZE,
-    pack_end,
+    StreamTally,
     pack_stream_header,
     unpack_end,
     unpack_frame_header,
@@ -73,10 +72,7 @@ class StreamParser:
         self.max_length = max_length
         self.header_read = False
         self.done = False
-        self.n_frames = 0
-        self.n_blocks = 0
-        self.total_size = 0
-        self.total_crc = 0
+        self.tally = StreamTally()
         self.produced_before = 0  # output of earlier streams, counted against max_length
 
     def frames(self, buf: memoryview, pos: int) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
@@ -92,47 +88,35 @@ class StreamParser:
             if len(buf) - pos < 1:
                 return
             kind = buf[pos]
+            tally = self.tally
             if kind == KIND_FRAME:
                 if len(buf) - pos < FRAME_HEADER_SIZE:
                     return
-                header = unpack_frame_header(buf, pos, self.n_frames)
+                header = unpack_frame_header(buf, pos, tally.n_frames)
                 end = pos + FRAME_HEADER_SIZE + header.body_size
                 if self.max_length is not None and (
-                    self.produced_before + self.total_size + header.orig_size > self.max_length
+                    self.produced_before + tally.size + header.orig_size > self.max_length
                 ):
                     raise OutputLimitError(
-                        f"output would exceed max_length={self.max_length} bytes (frame {self.n_frames} "
-                        f"declares {header.orig_size} more after {self.produced_before + self.total_size})"
+                        f"output would exceed max_length={self.max_length} bytes (frame {tally.n_frames} "
+                        f"declares {header.orig_size} more after {self.produced_before + tally.size})"
                     )
                 if len(buf) < end:
                     return
-                out = decode_frame(header, buf[pos + FRAME_HEADER_SIZE : end], self.n_frames, self.n_blocks)
-                self.total_crc = crc32_combine(self.total_crc, header.content_crc, header.orig_size)
-                self.total_size += header.orig_size
-                self.n_frames += 1
-                self.n_blocks += header.n_blocks
+                out = decode_frame(header, buf[pos + FRAME_HEADER_SIZE : end], tally.n_frames, tally.n_blocks)
+                tally.add_header(header)
                 yield end, out
                 pos = end
             elif kind == KIND_END:
                 if len(buf) - pos < END_SIZE:
                     return
-                end_info = unpack_end(buf, pos)
-                if (end_info.n_frames, end_info.total_size, end_info.total_crc) != (
-                    self.n_frames,
-                    self.total_size,
-                    self.total_crc,
-                ):
-                    raise CorruptDataError(
-                        f"end of stream at byte {pos} does not match the stream "
-                        f"({end_info.n_frames} frames / {end_info.total_size} bytes declared, "
-                        f"{self.n_frames} / {self.total_size} read, or a CRC-32 mismatch)"
-                    )
+                tally.check_end(unpack_end(buf, pos), pos)
                 self.done = True
                 yield pos + END_SIZE, _NOTHING
                 return
             else:
                 raise CorruptDataError(
-                    f"unknown record kind {kind:#04x} at byte {pos} (after frame {self.n_frames - 1})"
+                    f"unknown record kind {kind:#04x} at byte {pos} (after frame {tally.n_frames - 1})"
                 )
 
 
@@ -166,16 +150,12 @@ class BytePairCompressor:
         self._pending = bytearray()
         self._started = False
         self._finished = False
-        self._n_frames = 0
-        self._total = 0
-        self._crc = 0
+        self._tally = StreamTally()
         self._busy = _Busy("BytePairCompressor")
 
     def _frame(self, chunk: bytes | bytearray | memoryview) -> bytes:
         frame, crc = self._encoder.encode(chunk)
-        self._crc = crc32_combine(self._crc, crc, len(chunk))
-        self._total += len(chunk)
-        self._n_frames += 1
+        self._tally.add(len(chunk), crc, 0)  # the end record does not count blocks
         return frame
 
     def _header(self) -> bytes:
@@ -215,7 +195,7 @@ class BytePairCompressor:
             if self._pending:
                 parts.append(self._frame(bytes(self._pending)))
                 self._pending.clear()
-            parts.append(pack_end(self._n_frames, self._total, self._crc))
+            parts.append(self._tally.pack_end())
             return b"".join(parts)
 
 
