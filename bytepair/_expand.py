@@ -389,9 +389,11 @@ class _Payloads:
     per block (what each byte value means at the end of the block), indexed by
     the payload bytes themselves; the per-symbol arrays are scratch buffers
     (fresh large arrays cost a page fault per 4 KiB). Many small blocks instead
-    resolve every symbol to its node once and go by groups of ``_GROUP`` symbols.
-    Either way the bytes of symbols longer than a word, and the escaped bytes,
-    go in afterwards for the whole frame at once.
+    resolve every symbol to its node once and go by groups of ``_GROUP`` symbols,
+    keeping only 8 bytes per symbol for the whole run (its node and its length),
+    so that a large frame of small blocks stays within a small multiple of its
+    size. Either way the bytes of symbols longer than a word, and the escaped
+    bytes, go in afterwards for the whole frame at once.
     """
 
     def __init__(self, t: PairTables, res: _Resolved) -> None:
@@ -401,24 +403,51 @@ class _Payloads:
         self.payload_at = np.zeros(nb + 1, dtype=np.int64)
         np.cumsum(t.payload_len, out=self.payload_at[1:])
         n_syms = int(self.payload_at[-1])
-        self.nodes: npt.NDArray[np.int64] | None = None
-        self.sym_len = np.zeros(0, dtype=np.int64)
+        self.nodes: npt.NDArray[np.int32] | None = None
+        self.lengths = np.zeros(0, dtype=np.uint32)
         if res.final is None or nb * _SYMBOLS_PER_TABLE > n_syms:
-            key = np.repeat(np.arange(0, 256 * nb, 256, dtype=np.int64), t.payload_len)
-            key += t.payload  # (block, byte value): what the byte means at the end of its block
-            self.nodes = res.final_nodes(key)
+            # node ids fit in 32 bits: at most 256 + 255 merges per block
+            self.nodes = np.empty(n_syms, dtype=np.int32)
+            for lo, hi, blocks, _ in self._groups():
+                key = np.repeat(blocks * 256, self._shares(lo, hi, blocks))
+                key += t.payload[lo:hi]  # (block, byte value): what the byte means at the end of its block
+                self.nodes[lo:hi] = res.final_nodes(key)
         self.scratch = per_thread(_Scratch)
+
+    def _groups(self) -> Iterator[tuple[int, int, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+        """Runs of ``_GROUP`` payload symbols: their bounds, the blocks they overlap, and
+        where in the run each of those blocks' symbols start."""
+        at = self.payload_at
+        for lo in range(0, int(at[-1]), _GROUP):
+            hi = min(lo + _GROUP, int(at[-1]))
+            first, last = np.searchsorted(at, [lo, hi - 1], side="right") - 1
+            blocks = np.arange(first, last + 1, dtype=np.int64)
+            yield lo, hi, blocks, np.maximum(at[blocks], lo) - lo
+
+    def _shares(self, lo: int, hi: int, blocks: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """How many of symbols *lo* to *hi* each of *blocks* holds."""
+        at = self.payload_at
+        share: npt.NDArray[np.int64] = np.minimum(at[blocks + 1], hi) - np.maximum(at[blocks], lo)
+        return share
 
     def check_totals(self, length: npt.NDArray[np.int64]) -> None:
         """Each block must expand to exactly its declared length.
 
         Blocks decoded one by one are checked as they are written, from the
         symbol lengths the writing needs anyway (before any byte of the block).
+        Blocks decoded together are checked group by group first, keeping no
+        per-symbol length (a large frame of small blocks would need 4 bytes more
+        per symbol).
         """
         if self.nodes is None:
             return
-        self.sym_len = length[self.nodes]
-        totals = np.add.reduceat(self.sym_len, self.payload_at[:-1])
+        # a clamped length is at most 65536 and a block at most 65535 symbols, so a
+        # block's sum fits in 32 unsigned bits (a wider sum would copy every length)
+        self.lengths = length.astype(np.uint32)
+        totals = np.zeros(len(self.t.orig_len), dtype=np.int64)
+        for lo, hi, blocks, starts in self._groups():
+            group_len = self.lengths.take(self.nodes[lo:hi])
+            totals[blocks] += np.add.reduceat(group_len, starts, dtype=np.uint32)
         wrong = totals != self.t.orig_len
         if wrong.any():
             b = int(np.argmax(wrong))
@@ -515,20 +544,23 @@ class _Payloads:
         t, nodes = self.t, self.nodes
         assert nodes is not None
         out_words = _words(out_buf)
-        at = np.cumsum(self.sym_len)
-        at -= self.sym_len
-        long_ones = int(self.sym_len.max()) > _W
+        long_ones = int(self.lengths.max()) > _W
         ordered = ordered_writes()
+        written = 0
         for lo in range(0, len(nodes), _GROUP):
-            hi = lo + _GROUP
+            group_nodes = nodes[lo : lo + _GROUP]
+            group_len = self.lengths.take(group_nodes)
+            at = np.cumsum(group_len, dtype=np.int64)
+            at -= group_len
+            at += written
+            written = int(at[-1] + group_len[-1])
             if not ordered:
-                part = out_buf[at[lo] : at[lo] + int(self.sym_len[lo:hi].sum())]
-                part[:] = buf[concat_ranges(offset[nodes[lo:hi]], self.sym_len[lo:hi])]
+                out_buf[at[0] : written] = buf[concat_ranges(offset[group_nodes], group_len.astype(np.int64))]
                 continue
-            out_words[at[lo:hi]] = node_words[nodes[lo:hi]]
+            out_words[at] = node_words[group_nodes]
             if long_ones:
-                long = lo + np.flatnonzero(self.sym_len[lo:hi] > _W)
-                src, dst, _ = _chunks(offset[nodes[long]], at[long], self.sym_len[long], skip_first=True)
+                long = np.flatnonzero(group_len > _W)
+                src, dst, _ = _chunks(offset[group_nodes[long]], at[long], group_len[long].astype(np.int64), True)
                 _copy_words(out_words, dst, _words(buf), src)
         if t.escapes is not None:
             restore_escapes(out_buf[: block_at[-1]], t.orig_len, t.escapes, t.first_block)

@@ -264,6 +264,16 @@ def test_heaviest_valid_tables_decode_in_bounded_memory() -> None:
     assert peak < FRAME_FACTOR * size, f"peak {peak / 2**20:.0f} MiB for {size / 2**20:.0f} MiB of output"
 
 
+def test_a_large_frame_of_small_literal_blocks_decodes_in_bounded_memory() -> None:
+    """8 MB of 2000-byte blocks, each nearly all literals: about one symbol per byte, decoded
+    group by group (27x the output while every symbol kept four 8-byte integers)."""
+    blob, content = K.literal_blocks(4096)
+    out: list[bytes] = []
+    peak, _ = peak_of(lambda: out.append(bytepair.decompress(blob)))
+    assert out == [content]
+    assert peak < FRAME_FACTOR * len(content), f"peak {peak / 2**20:.0f} MiB for {len(content) / 2**20:.0f} MiB"
+
+
 @needs_file
 def test_file_reads_a_bomb_in_bounded_memory(bomb4m: tuple[bytes, int]) -> None:
     blob, size = bomb4m

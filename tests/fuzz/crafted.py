@@ -108,6 +108,19 @@ def many_blocks(n: int, depth: int = 4) -> tuple[bytes, bytes]:
     return stream_of([C.Frame(0, 0, 0, 0, 0, blocks)], [content]), content
 
 
+def literal_blocks(n: int, block_len: int = 2000) -> tuple[bytes, bytes]:
+    """A valid frame of *n* blocks of *block_len* bytes, each one merge and a payload of
+    almost all literals: (stream, content). Symbols about as many as bytes, in blocks
+    too small for tables of their own: a decoder must not keep several 8-byte
+    integers per symbol of the whole frame."""
+    unit = bytes(range(100, 118))  # neither "a" nor the code 255
+    repeats = block_len // (len(unit) + 2)
+    block = chain_block(1, (b"\xff" + unit) * repeats, block_len)  # shorter than stored, or it would be
+    content = (b"aa" + unit) * repeats
+    assert len(content) == block_len, "block_len must be a multiple of 20"
+    return stream_of([C.Frame(0, 0, 0, 0, 0, [block.copy() for _ in range(n)])], [content * n]), content * n
+
+
 def gage_deep_chain(depth: int = 255) -> bytes:
     """Gage's format: one block whose last code spells 2**depth bytes (no checksum to get past)."""
     codes = [v for v in range(256) if v != A][:depth]
