@@ -147,10 +147,11 @@ class _Resolved:
         if n_fresh != m_total:
             first_recycled = np.cumsum(t.n_merges) - t.n_merges + t.n_fresh
             self.is_fresh = self.ids < first_recycled[self.block_of_merge]
-        self.final: npt.NDArray[np.int64] | None = None
+        self.final: npt.NDArray[np.int32] | None = None
         # a table of 256 entries per block, unless blocks are so small and so many
-        # that it would outweigh the data (then a search per operand and per byte)
-        if nb * 256 <= 4 * (len(t.payload) + m_total) + 65536:
+        # that it would outweigh the data (then a search per operand and per byte):
+        # at most 4 bytes per symbol or merge, as a frame may hold millions of blocks
+        if nb * 256 <= len(t.payload) + m_total + 65536:
             self.ops = self._by_table(t, nb, n_fresh)
         else:
             self.ops = self._by_search(t)
@@ -169,7 +170,7 @@ class _Resolved:
 
     def _by_table(self, t: PairTables, nb: int, n_fresh: int) -> npt.NDArray[np.int64]:
         """Operand nodes through a table of each block's fresh codes, then a search among recycled ones."""
-        table = np.arange(nb * 256, dtype=np.int64)
+        table = np.arange(nb * 256, dtype=np.int32)  # node ids: at most 256 + 255 per block
         table &= 255
         fresh = self.is_fresh
         if fresh is None:
@@ -178,7 +179,7 @@ class _Resolved:
             table[self.defined[fresh]] = 256 + self.ids[fresh]
         if np.count_nonzero(table >= 256) != n_fresh:
             raise CorruptDataError("pair table lists a fresh code twice")
-        ops = table[self.slots]
+        ops = table[self.slots].astype(np.int64)
         # a fresh code defined by this merge or a later one: a self-reference or a cycle
         if (np.maximum(ops[:, 0], ops[:, 1]) >= 256 + self.ids).any():
             raise self._fresh_error(t, ops >= (256 + self.ids)[:, None])
@@ -244,7 +245,9 @@ class _Resolved:
         found = (at >= 0) & (self.sorted_keys[at_ok] // self.span == slots)
         return np.where(found, 256 + self.order[at_ok], slots & 255)
 
-    def final_nodes(self, slots: npt.NDArray[np.int64] | npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    def final_nodes(
+        self, slots: npt.NDArray[np.int64] | npt.NDArray[np.uint8]
+    ) -> npt.NDArray[np.int32] | npt.NDArray[np.int64]:
         """What each ``block * 256 + byte value`` in *slots* means at the end of its block."""
         if self.final is not None:
             return self.final[slots]
