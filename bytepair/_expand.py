@@ -686,7 +686,7 @@ class _EscapesInPython:
             found.append(at)
             at = out.find(mark, at + 1)
         if len(found) != count:
-            held = len(found) + out.count(mark, at + 1) if at >= 0 else len(found)
+            held = len(found) + out.count(mark, at) if at >= 0 else len(found)
             raise CorruptDataError(
                 f"block {self.first_block + b}: holds its escape mark {held} times, "
                 f"its header says {count} escaped bytes"

@@ -313,3 +313,19 @@ def test_a_long_code_no_payload_symbol_uses() -> None:
     t = one_block(chain, b"xyz" * 1000, 3000)
     assert _Payloads(t, _Resolved(t)).nodes is None, "expected the block-by-block path"
     assert both(t) == b"xyz" * 1000
+
+
+@pytest.mark.parametrize("delta", [-2, 1])
+def test_every_decoder_counts_the_marks_a_block_holds_alike(delta: int) -> None:
+    """A wrong escape count is refused with the same message, naming how many marks the
+    block holds, by every decoder (the Python ones stop searching after one too many)."""
+    from bytepair._escape import Escapes
+
+    data = b"pqpqpq xyz " * 30
+    t = tables_for(data, [])
+    mark, held = ord("x"), data.count(b"x")
+    count = held + delta
+    escapes = Escapes(np.array([count]), np.array([mark], dtype=np.uint8), np.full(count, mark, dtype=np.uint8))
+    for decoder in DECODERS:
+        with pytest.raises(CorruptDataError, match=f"holds its escape mark {held} times, its header says {count}"):
+            decoder(dataclasses.replace(t, escapes=escapes))
