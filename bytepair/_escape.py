@@ -11,6 +11,7 @@ block like any other. See docs/FORMAT.md, "Escapes".
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import numpy.typing as npt
@@ -88,27 +89,44 @@ def find_escapes(
     return changed, Escapes(count, mark, data[escaped_at])
 
 
+_RESTORE_RUN = 1 << 20
+"""Escapes are restored over runs of blocks of about this many bytes: the positions of
+the marks take 8 bytes each, and nearly every byte of a block may be one."""
+
+
 def restore_escapes(
     out: npt.NDArray[np.uint8], orig_len: npt.NDArray[np.int64], esc: Escapes, first_block: int
 ) -> None:
     """Put the escaped bytes back into the expanded blocks *out*, in place.
 
     Every occurrence of a block's mark is one of its escaped bytes, so the marks
-    found must number exactly ``count``; anything else is damage (checked for
-    every block before anything is written).
+    found must number exactly ``count``; anything else is damage (the caller
+    discards *out*). Runs of blocks of about ``_RESTORE_RUN`` bytes at a time.
     """
-    escaping = esc.count > 0
-    if not escaping.any():
+    if not esc.count.any():
         return
     nb = len(orig_len)
     bounds = np.zeros(nb + 1, dtype=np.int64)
     np.cumsum(orig_len, out=bounds[1:])
+    literal_at = np.zeros(nb + 1, dtype=np.int64)
+    np.cumsum(esc.count, out=literal_at[1:])
+    cuts = np.searchsorted(bounds, np.arange(_RESTORE_RUN, int(bounds[-1]), _RESTORE_RUN))
+    edges = [0, *sorted(set(cuts.tolist()) - {0, nb}), nb]
+    for lo, hi in itertools.pairwise(edges):
+        run = Escapes(esc.count[lo:hi], esc.mark[lo:hi], esc.literals[literal_at[lo] : literal_at[hi]])
+        if run.count.any():
+            _restore_run(out[bounds[lo] : bounds[hi]], bounds[lo : hi + 1] - bounds[lo], run, first_block + lo)
+
+
+def _restore_run(out: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], esc: Escapes, first_block: int) -> None:
+    """``restore_escapes`` for one run of blocks starting at *bounds* within *out*."""
+    escaping = esc.count > 0
     marks = esc.mark[escaping]
     every = bool(escaping.all())
     if every and bool((marks == marks[0]).all()):  # one mark for all: no per-byte mark needed
         found = np.flatnonzero(out == marks[0])
     else:
-        found = np.flatnonzero(out == np.repeat(esc.mark, orig_len))
+        found = np.flatnonzero(out == np.repeat(esc.mark, np.diff(bounds)))
     # found is sorted: each block's share is a range of it
     per_block = np.diff(np.searchsorted(found, bounds))
     if not every:  # a block without escapes has no mark: drop what its bytes matched

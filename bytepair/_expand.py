@@ -394,8 +394,9 @@ class _Payloads:
     (fresh large arrays cost a page fault per 4 KiB). Many small blocks instead
     resolve every symbol to its node once and go by groups of ``_GROUP`` symbols,
     keeping only each symbol's node (4 bytes) for the whole run, so that a large
-    frame of small blocks stays within a small multiple of its size. Either way the bytes of symbols longer than a word, and the escaped
-    bytes, go in afterwards for the whole frame at once.
+    frame of small blocks stays within a small multiple of its size. Either way
+    the bytes of symbols longer than a word, and the escaped bytes, go in
+    afterwards for the whole frame at once.
     """
 
     def __init__(self, t: PairTables, res: _Resolved) -> None:

@@ -208,3 +208,31 @@ def test_restore_leaves_blocks_without_escapes_alone(marks: tuple[int, int, int]
     for k, value in zip(found, literals.tolist(), strict=True):
         expected[k] = value
     assert out.tobytes() == bytes(expected)
+
+
+@pytest.mark.parametrize("run_bytes", [1 << 20, 3000, 1])
+def test_escapes_restore_alike_over_runs_of_blocks(run_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Restoring run by run (to bound memory) gives what one pass gives, and a bad count
+    in a later run names its own block. Blocks 0, 3, 6 escape nothing; the others
+    escape their rare bytes under the mark "#" (blocks 1, 4, 7) or "%" (2, 5, 8)."""
+    from bytepair import _escape
+
+    monkeypatch.setattr(_escape, "_RESTORE_RUN", run_bytes)
+    rare = [b"", b"\x01\x02", b"\x05\x06\x05"] * 3
+    blocks = [_text_with_rare_bytes(2000, r, seed=k) for k, r in enumerate(rare)]
+    marks = [0, ord("#"), ord("%")] * 3
+    changed = b"".join(bytes(marks[k] if v in rare[k] else v for v in block) for k, block in enumerate(blocks))
+    count = np.array([len(r) for r in rare], dtype=np.int64)
+    literals = np.frombuffer(
+        b"".join(bytes(v for v in block if v in rare[k]) for k, block in enumerate(blocks)), np.uint8
+    )
+    esc = Escapes(count, np.array(marks, dtype=np.uint8), literals)
+    lengths = np.full(len(blocks), 2000, dtype=np.int64)
+    out = np.frombuffer(changed, dtype=np.uint8).copy()
+    restore_escapes(out, lengths, esc, 0)
+    assert out.tobytes() == b"".join(blocks)
+    wrong = count.copy()
+    wrong[7] += 1
+    bad = Escapes(wrong, esc.mark, np.zeros(int(wrong.sum()), dtype=np.uint8))
+    with pytest.raises(CorruptDataError, match="block 17: holds its escape mark 2 times, its header says 3"):
+        restore_escapes(np.frombuffer(changed, dtype=np.uint8).copy(), lengths, bad, 10)

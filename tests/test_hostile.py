@@ -276,6 +276,16 @@ def test_a_large_frame_of_small_literal_blocks_decodes_in_bounded_memory(block_l
     assert peak < FRAME_FACTOR * len(content), f"peak {peak / 2**20:.0f} MiB for {len(content) / 2**20:.0f} MiB"
 
 
+def test_a_frame_of_escaped_bytes_decodes_in_bounded_memory() -> None:
+    """4 MB whose bytes are nearly all escape marks, in blocks that escape them but one:
+    the marks' positions once took 17 bytes each for the whole frame (20x the output)."""
+    blob, content = K.escaped_blocks(128)
+    out: list[bytes] = []
+    peak, _ = peak_of(lambda: out.append(bytepair.decompress(blob)))
+    assert out == [content]
+    assert peak < FRAME_FACTOR * len(content), f"peak {peak / 2**20:.0f} MiB for {len(content) / 2**20:.0f} MiB"
+
+
 @needs_file
 def test_file_reads_a_bomb_in_bounded_memory(bomb4m: tuple[bytes, int]) -> None:
     blob, size = bomb4m

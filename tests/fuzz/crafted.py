@@ -121,6 +121,27 @@ def literal_blocks(n: int, block_len: int = 2000) -> tuple[bytes, bytes]:
     return stream_of([C.Frame(0, 0, 0, 0, 0, [block.copy() for _ in range(n)])], [content * n]), content * n
 
 
+def escaped_blocks(n: int) -> tuple[bytes, bytes]:
+    """A valid frame of *n* blocks of 32768 + 64 bytes whose 32768 marks are all escaped
+    bytes (as many as the body's size allows), but for the last block, which escapes
+    nothing: (stream, content). Nearly every byte is a mark; a decoder must not hold
+    several 8-byte integers per mark for the whole frame."""
+    c = ord("c")
+    codes = [v for v in range(255, 0, -1) if v not in (A, c)][:21]
+    marks, plain = codes[:15], codes[15:]
+    merges = [(marks[0], A, A)] + [(marks[k], marks[k - 1], marks[k - 1]) for k in range(1, 15)]
+    merges += [(plain[0], c, c)] + [(plain[k], plain[k - 1], plain[k - 1]) for k in range(1, 6)]
+    kind, code_bytes = M._code_set_for(_NoBitmap(), [m[0] for m in merges])
+    fresh = b"".join(bytes(m[1:]) for m in merges)
+    payload = bytes([marks[-1], plain[-1]])  # 32768 "a", then 64 "c"
+    block = C.Block(32768 + 64, len(payload), len(merges), 0, kind, code_bytes, fresh, b"", payload)
+    escaping = block.copy()
+    escaping.set_escapes(32768, A, b"b" * 32768)
+    frame = C.Frame(0, 0, 0, 0, 0, [escaping.copy() for _ in range(n - 1)] + [block])
+    content = (b"b" * 32768 + b"c" * 64) * (n - 1) + b"a" * 32768 + b"c" * 64
+    return stream_of([frame], [content]), content
+
+
 def gage_deep_chain(depth: int = 255) -> bytes:
     """Gage's format: one block whose last code spells 2**depth bytes (no checksum to get past)."""
     codes = [v for v in range(256) if v != A][:depth]
