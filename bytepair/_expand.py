@@ -369,18 +369,55 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
         return out
     if len(t.code) * _MERGE_WEIGHT + len(t.payload) <= SMALL_RUN:
         return _expand_small(t)
+    budget = _Budget(t)
+    if len(t.code) <= MERGES_PER_RUN:
+        return _expand_run(t, budget)
+    # a frame may hold a merge for every two bytes of its output, and each takes
+    # some 200 bytes while its run is decoded: runs of blocks bound that
+    out = np.empty(int(t.orig_len.sum()), dtype=np.uint8)
+    run_of_block = np.cumsum(t.n_merges) // MERGES_PER_RUN
+    edges = [0, *(np.flatnonzero(np.diff(run_of_block)) + 1).tolist(), len(t.orig_len)]
+    at = 0
+    for lo, hi in itertools.pairwise(edges):
+        part = _expand_run(t.blocks(lo, hi), budget)
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
+
+
+MERGES_PER_RUN = 1 << 15
+"""Frames with more merges than this are decoded in runs of blocks with about this many,
+which bounds the per-merge arrays (a few MB)."""
+
+
+class _Budget:
+    """What the merges of a frame may expand to, in all (``NODE_BUDGET`` times its size
+    plus ``NODE_SLACK``), whether it is decoded as one run of blocks or several."""
+
+    def __init__(self, t: PairTables) -> None:
+        self.frame = t
+        self.limit = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
+        self.used = 0
+
+    def spend(self, node_bytes: int) -> None:
+        """Charge a run's code expansions, before they are allocated."""
+        self.used += node_bytes
+        if self.used > self.limit:
+            t = self.frame
+            raise CorruptDataError(
+                f"blocks {t.first_block}..{t.first_block + len(t.orig_len) - 1}: pair tables expand to "
+                f"{self.used} bytes or more, more than {NODE_BUDGET}x the data they describe"
+            )
+
+
+def _expand_run(t: PairTables, budget: _Budget) -> npt.NDArray[np.uint8]:
+    """The vector decoder on one run of blocks, charging its code expansions to *budget*."""
     res = _Resolved(t)
     length, depth = _node_lengths(t, res)
     payloads = _Payloads(t, res)
     payloads.check_totals(length)
-    nb = len(t.orig_len)
-    budget = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
     node_bytes = int(length[256:].sum())
-    if node_bytes > budget:
-        raise CorruptDataError(
-            f"blocks {t.first_block}..{t.first_block + nb - 1}: pair tables expand to "
-            f"{node_bytes} bytes, more than {NODE_BUDGET}x the data they describe"
-        )
+    budget.spend(node_bytes)
     buf, offset = _lay_out(res.ops, length, depth, node_bytes)
     return payloads.write(length, buf, offset)
 

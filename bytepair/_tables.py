@@ -39,6 +39,31 @@ class PairTables:
     """Index of block 0 in its stream, for error messages."""
     escapes: Escapes | None = None
 
+    def blocks(self, lo: int, hi: int) -> PairTables:
+        """Blocks *lo* to *hi* (exclusive) as a run of their own."""
+        merge_at = int(self.n_merges[:lo].sum())
+        merge_end = merge_at + int(self.n_merges[lo:hi].sum())
+        payload_at = int(self.payload_len[:lo].sum())
+        payload_end = payload_at + int(self.payload_len[lo:hi].sum())
+        escapes = None
+        if self.escapes is not None:
+            esc = self.escapes
+            literal_at = int(esc.count[:lo].sum())
+            literal_end = literal_at + int(esc.count[lo:hi].sum())
+            escapes = Escapes(esc.count[lo:hi], esc.mark[lo:hi], esc.literals[literal_at:literal_end])
+        return PairTables(
+            self.orig_len[lo:hi],
+            self.n_merges[lo:hi],
+            self.n_fresh[lo:hi],
+            self.code[merge_at:merge_end],
+            self.left[merge_at:merge_end],
+            self.right[merge_at:merge_end],
+            self.payload_len[lo:hi],
+            self.payload[payload_at:payload_end],
+            self.first_block + lo,
+            escapes,
+        )
+
 
 def concat_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` in a few numpy calls.

@@ -329,3 +329,54 @@ def test_every_decoder_counts_the_marks_a_block_holds_alike(delta: int) -> None:
     for decoder in DECODERS:
         with pytest.raises(CorruptDataError, match=f"holds its escape mark {held} times, its header says {count}"):
             decoder(dataclasses.replace(t, escapes=escapes))
+
+
+def test_a_frame_decoded_in_runs_of_blocks_decodes_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames with many merges are decoded a run of blocks at a time (bounded memory):
+    the same bytes, escapes included, and errors name their own block."""
+    from bytepair import _expand
+    from bytepair._escape import Escapes
+
+    data = _texty(40_000, seed=3)
+    t = tables_for(data, list(range(2_000, 40_000, 2_000)))
+    mark = ord("p")
+    count = np.array([data[k : k + 2_000].count(mark) for k in range(0, 40_000, 2_000)], dtype=np.int64)
+    t = dataclasses.replace(
+        t, escapes=Escapes(count, np.full(20, mark, np.uint8), np.full(int(count.sum()), mark, np.uint8))
+    )
+    whole = expand(t).tobytes()
+    assert whole == data
+    monkeypatch.setattr(_expand, "MERGES_PER_RUN", int(t.n_merges.max()) + 1)  # a run of one or two blocks
+    assert expand(t).tobytes() == whole
+    longer = t.orig_len.copy()
+    longer[13] += 1
+    with pytest.raises(CorruptDataError, match="block 13: expands to"):
+        expand(dataclasses.replace(t, orig_len=longer))
+
+
+def test_the_expansion_budget_holds_for_a_whole_frame_decoded_in_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight blocks whose codes each spell 13,310 bytes for 1,000 of data: within
+    4x + 65536 one block at a time, over it for the frame, which is the rule."""
+    from bytepair import _expand
+
+    chain = [(255, ord("a"), ord("a"))] + [(255 - k, 256 - k, 256 - k) for k in range(1, 9)]  # 2..512 "a"
+    spare = [(246 - k, 247, 248) for k in range(16)]  # 512 + 256 bytes each, never used
+    pairs = chain + spare
+    payload = bytes([247, 248, 249, 250, 251, 253])  # 512 + 256 + 128 + 64 + 32 + 8
+    one = one_block(pairs, payload, 1000)
+    assert expand(one).tobytes() == b"a" * 1000
+    n = 8
+    t = PairTables(
+        np.full(n, 1000),
+        np.full(n, len(pairs)),
+        np.full(n, len(pairs)),
+        np.tile(one.code, n),
+        np.tile(one.left, n),
+        np.tile(one.right, n),
+        np.full(n, len(payload)),
+        np.tile(one.payload, n),
+    )
+    for merges_per_run in (_expand.MERGES_PER_RUN, len(pairs)):
+        monkeypatch.setattr(_expand, "MERGES_PER_RUN", merges_per_run)
+        with pytest.raises(CorruptDataError, match="more than 4x the data they describe"):
+            expand(t)

@@ -276,6 +276,16 @@ def test_a_large_frame_of_small_literal_blocks_decodes_in_bounded_memory(block_l
     assert peak < FRAME_FACTOR * len(content), f"peak {peak / 2**20:.0f} MiB for {len(content) / 2**20:.0f} MiB"
 
 
+def test_a_frame_of_many_merges_decodes_in_bounded_memory() -> None:
+    """2.6 MB from 1.04 million merges (one per 2.5 bytes): decoded in runs of blocks. As
+    one run, the per-merge arrays peaked at 73x the output."""
+    blob, content = K.merge_heavy_blocks(4096)
+    out: list[bytes] = []
+    peak, _ = peak_of(lambda: out.append(bytepair.decompress(blob)))
+    assert out == [content]
+    assert peak < FRAME_FACTOR * len(content), f"peak {peak / 2**20:.0f} MiB for {len(content) / 2**20:.0f} MiB"
+
+
 def test_a_frame_of_escaped_bytes_decodes_in_bounded_memory() -> None:
     """4 MB whose bytes are nearly all escape marks, in blocks that escape them but one:
     the marks' positions once took 17 bytes each for the whole frame (20x the output)."""

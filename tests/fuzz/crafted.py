@@ -142,6 +142,22 @@ def escaped_blocks(n: int) -> tuple[bytes, bytes]:
     return stream_of([frame], [content]), content
 
 
+def merge_heavy_blocks(n: int) -> tuple[bytes, bytes]:
+    """A valid frame of *n* blocks of 640 "a"s, each with 254 merges (one for every
+    2.5 bytes of output, about as many as a body may hold): (stream, content). A
+    decoder must not spend some 200 bytes per merge for the whole frame at once."""
+    b = ord("b")
+    codes = [v for v in range(255, -1, -1) if v not in (A, b)][:254]
+    merges = [(codes[0], A, A), (codes[1], codes[0], codes[0]), (codes[2], codes[1], codes[1])]
+    merges += [(code, b, b) for code in codes[3:]]  # unused, but each must be resolved and laid out
+    kind, code_bytes = M._code_set_for(_NoBitmap(), codes)
+    fresh = b"".join(bytes(m[1:]) for m in merges)
+    payload = bytes([codes[2]]) * 80  # 80 x 8 "a"
+    block = C.Block(640, len(payload), len(merges), 0, kind, code_bytes, fresh, b"", payload)
+    content = b"a" * 640 * n
+    return stream_of([C.Frame(0, 0, 0, 0, 0, [block.copy() for _ in range(n)])], [content]), content
+
+
 def gage_deep_chain(depth: int = 255) -> bytes:
     """Gage's format: one block whose last code spells 2**depth bytes (no checksum to get past)."""
     codes = [v for v in range(256) if v != A][:depth]
