@@ -217,13 +217,35 @@ def pack_code_sets(
     return kind, blob.tobytes(), size
 
 
+_CODE_SET_BLOCKS = 512
+"""Code sets are unpacked this many blocks at a time: a frame may hold a fresh code for
+every two bytes of its output, and unpacking takes some 32 bytes per code."""
+
+
 def _unpack_code_sets(
     kind: npt.NDArray[np.int64], blob: npt.NDArray[np.uint8], n_fresh: npt.NDArray[np.int64], first_block: int
 ) -> npt.NDArray[np.uint8]:
-    """Every block's fresh codes, block-major, descending within a block.
+    """Every block's fresh codes, block-major, descending within a block."""
+    nb = len(kind)
+    if nb <= _CODE_SET_BLOCKS:
+        return _unpack_code_set_run(kind, blob, n_fresh, first_block)
+    blob_at = np.zeros(nb + 1, dtype=np.int64)
+    np.cumsum(np.where(kind == CODE_SET_BITMAP, 32, 2 * kind), out=blob_at[1:])
+    return np.concatenate(
+        [
+            _unpack_code_set_run(kind[lo:hi], blob[blob_at[lo] : blob_at[hi]], n_fresh[lo:hi], first_block + lo)
+            for lo, hi in ((lo, min(lo + _CODE_SET_BLOCKS, nb)) for lo in range(0, nb, _CODE_SET_BLOCKS))
+        ]
+    )
 
-    A fixed number of numpy calls per frame, and fewer when all its code sets
-    are runs (the common case) or all bitmaps.
+
+def _unpack_code_set_run(
+    kind: npt.NDArray[np.int64], blob: npt.NDArray[np.uint8], n_fresh: npt.NDArray[np.int64], first_block: int
+) -> npt.NDArray[np.uint8]:
+    """``_unpack_code_sets`` for one run of blocks.
+
+    A fixed number of numpy calls, and fewer when all its code sets are runs (the
+    common case) or all bitmaps.
     """
     nb = len(kind)
     bitmap = kind == CODE_SET_BITMAP

@@ -105,12 +105,17 @@ def test_code_sets_choose_the_cheaper_form() -> None:
     assert blob[:4] == bytes([0, 2, 53, 1])
 
 
+@pytest.mark.parametrize("blocks_at_a_time", [512, 3], ids=["one-run", "runs-of-3"])
 @pytest.mark.parametrize("mix", ["runs", "bitmaps", "both"])
-def test_code_sets_unpack_to_what_was_packed(mix: str) -> None:
+def test_code_sets_unpack_to_what_was_packed(mix: str, blocks_at_a_time: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks without codes, with runs and with bitmaps, in any mix, and with or without
-    recycled merges after the fresh ones: the columns come back as they were written."""
+    recycled merges after the fresh ones: the columns come back as they were written,
+    whether a frame's code sets are unpacked at once or a few blocks at a time."""
+    from bytepair import _format
     from bytepair._format import _unpack_code_sets
     from bytepair._tables import PairTables
+
+    monkeypatch.setattr(_format, "_CODE_SET_BLOCKS", blocks_at_a_time)
 
     rng = np.random.default_rng(len(mix))
     for _ in range(50):
@@ -143,6 +148,20 @@ def test_code_sets_unpack_to_what_was_packed(mix: str) -> None:
         back = unpack_frame_body(unpack_frame_header(pack_frame(t, 0), 0, 0), body, 0, 0)
         for name in ("n_merges", "n_fresh", "code", "left", "right"):
             assert getattr(back, name).tolist() == getattr(t, name).tolist(), name
+
+
+def test_a_bad_code_set_in_a_later_run_of_blocks_names_its_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bytepair import _format
+    from bytepair._format import _unpack_code_sets
+
+    monkeypatch.setattr(_format, "_CODE_SET_BLOCKS", 3)
+    n_fresh = np.array([2, 2, 2, 2, 2, 2, 2], dtype=np.int64)
+    kind = np.ones(7, dtype=np.int64)  # one run each: skip 0, take 2
+    blob = np.array([0, 2] * 7, dtype=np.uint8)
+    assert _unpack_code_sets(kind, blob, n_fresh, 10).tolist() == [255, 254] * 7
+    blob[2 * 5 + 1] = 3  # block 5 takes 3 codes, its header says 2
+    with pytest.raises(CorruptDataError, match="block 15: fresh code runs do not describe its codes"):
+        _unpack_code_sets(kind, blob, n_fresh, 10)
 
 
 @pytest.fixture(scope="module")
