@@ -352,8 +352,9 @@ class _Scratch(Buffers):
 
 
 def expand(t: PairTables) -> npt.NDArray[np.uint8]:
-    """Decode a run of blocks with a fixed number of numpy calls per depth level and per
-    ~64K payload bytes."""
+    """Decode a run of blocks: in Python when it is small (``SMALL_RUN``), else with a fixed
+    number of numpy calls per depth level and per ~64K payload bytes, about
+    ``MERGES_PER_RUN`` merges at a time."""
     if np.any(t.payload_len < 1) or np.any(t.payload_len > t.orig_len):
         raise CorruptDataError("a block's payload is empty or longer than the block")
     if not len(t.code):  # stored blocks only: the payload is the data
@@ -674,17 +675,10 @@ def _expand_small(t: PairTables) -> npt.NDArray[np.uint8]:
     """Decode a small run of blocks in Python: every node's expansion as a bytes object
     (operands first), then each block as the join of its symbols' expansions."""
     blocks: list[tuple[bytes, _BlockNodes]] = []
-    node_bytes = 0
+    budget = _Budget(t)
     for _b, payload, nodes in _blocks_in_python(t):
         blocks.append((payload, nodes))
-        node_bytes += sum(nodes.length)
-    budget = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
-    if node_bytes > budget:
-        nb = len(t.orig_len)
-        raise CorruptDataError(
-            f"blocks {t.first_block}..{t.first_block + nb - 1}: pair tables expand to "
-            f"{node_bytes} bytes, more than {NODE_BUDGET}x the data they describe"
-        )
+        budget.spend(sum(nodes.length))
     out = bytearray()
     escapes = _EscapesInPython(t)
     for b, (payload, nodes) in enumerate(blocks):
