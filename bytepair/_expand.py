@@ -450,25 +450,27 @@ class _Payloads:
             # node ids fit in 32 bits: at most 256 + 255 merges per block
             self.nodes = np.empty(n_syms, dtype=np.int32)
             for lo, hi, blocks, _ in self._groups():
-                key = np.repeat(blocks * 256, self._shares(lo, hi, blocks))
+                key = np.repeat(np.arange(blocks.start * 256, blocks.stop * 256, 256), self._shares(lo, hi, blocks))
                 key += t.payload[lo:hi]  # (block, byte value): what the byte means at the end of its block
                 self.nodes[lo:hi] = res.final_nodes(key)
         self.scratch = per_thread(_Scratch)
 
-    def _groups(self) -> Iterator[tuple[int, int, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
-        """Runs of ``_GROUP`` payload symbols: their bounds, the blocks they overlap, and
-        where in the run each of those blocks' symbols start."""
+    def _groups(self) -> Iterator[tuple[int, int, slice, npt.NDArray[np.int64]]]:
+        """Runs of ``_GROUP`` payload symbols: their bounds, the blocks they overlap (a
+        slice), and where in the run each of those blocks' symbols start."""
         at = self.payload_at
         for lo in range(0, int(at[-1]), _GROUP):
             hi = min(lo + _GROUP, int(at[-1]))
-            first, last = np.searchsorted(at, [lo, hi - 1], side="right") - 1
-            blocks = np.arange(first, last + 1, dtype=np.int64)
+            first, last = (np.searchsorted(at, [lo, hi - 1], side="right") - 1).tolist()
+            blocks = slice(first, last + 1)
             yield lo, hi, blocks, np.maximum(at[blocks], lo) - lo
 
-    def _shares(self, lo: int, hi: int, blocks: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    def _shares(self, lo: int, hi: int, blocks: slice) -> npt.NDArray[np.int64]:
         """How many of symbols *lo* to *hi* each of *blocks* holds."""
         at = self.payload_at
-        share: npt.NDArray[np.int64] = np.minimum(at[blocks + 1], hi) - np.maximum(at[blocks], lo)
+        share: npt.NDArray[np.int64] = np.minimum(at[blocks.start + 1 : blocks.stop + 1], hi) - np.maximum(
+            at[blocks], lo
+        )
         return share
 
     def check_totals(self, length: npt.NDArray[np.int64]) -> None:

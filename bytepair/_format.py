@@ -8,6 +8,7 @@ before anything is allocated from it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import struct
 import zlib
 
@@ -217,9 +218,10 @@ def pack_code_sets(
     return kind, blob.tobytes(), size
 
 
-_CODE_SET_BLOCKS = 512
-"""Code sets are unpacked this many blocks at a time: a frame may hold a fresh code for
-every two bytes of its output, and unpacking takes some 32 bytes per code."""
+_CODES_PER_RUN = 1 << 16
+"""Code sets are unpacked in runs of blocks with about this many fresh codes: a frame may
+hold a fresh code for every two bytes of its output, and unpacking takes some 32
+bytes per code."""
 
 
 def _unpack_code_sets(
@@ -227,14 +229,16 @@ def _unpack_code_sets(
 ) -> npt.NDArray[np.uint8]:
     """Every block's fresh codes, block-major, descending within a block."""
     nb = len(kind)
-    if nb <= _CODE_SET_BLOCKS:
+    run_of_block = np.cumsum(n_fresh) // _CODES_PER_RUN
+    if not nb or run_of_block[-1] == 0:
         return _unpack_code_set_run(kind, blob, n_fresh, first_block)
     blob_at = np.zeros(nb + 1, dtype=np.int64)
     np.cumsum(np.where(kind == CODE_SET_BITMAP, 32, 2 * kind), out=blob_at[1:])
+    edges = [0, *(np.flatnonzero(np.diff(run_of_block)) + 1).tolist(), nb]
     return np.concatenate(
         [
             _unpack_code_set_run(kind[lo:hi], blob[blob_at[lo] : blob_at[hi]], n_fresh[lo:hi], first_block + lo)
-            for lo, hi in ((lo, min(lo + _CODE_SET_BLOCKS, nb)) for lo in range(0, nb, _CODE_SET_BLOCKS))
+            for lo, hi in itertools.pairwise(edges)
         ]
     )
 

@@ -105,9 +105,9 @@ def test_code_sets_choose_the_cheaper_form() -> None:
     assert blob[:4] == bytes([0, 2, 53, 1])
 
 
-@pytest.mark.parametrize("blocks_at_a_time", [512, 3], ids=["one-run", "runs-of-3"])
+@pytest.mark.parametrize("codes_at_a_time", [1 << 16, 50], ids=["one-run", "runs-of-50-codes"])
 @pytest.mark.parametrize("mix", ["runs", "bitmaps", "both"])
-def test_code_sets_unpack_to_what_was_packed(mix: str, blocks_at_a_time: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_code_sets_unpack_to_what_was_packed(mix: str, codes_at_a_time: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks without codes, with runs and with bitmaps, in any mix, and with or without
     recycled merges after the fresh ones: the columns come back as they were written,
     whether a frame's code sets are unpacked at once or a few blocks at a time."""
@@ -115,7 +115,7 @@ def test_code_sets_unpack_to_what_was_packed(mix: str, blocks_at_a_time: int, mo
     from bytepair._format import _unpack_code_sets
     from bytepair._tables import PairTables
 
-    monkeypatch.setattr(_format, "_CODE_SET_BLOCKS", blocks_at_a_time)
+    monkeypatch.setattr(_format, "_CODES_PER_RUN", codes_at_a_time)
 
     rng = np.random.default_rng(len(mix))
     for _ in range(50):
@@ -154,7 +154,7 @@ def test_a_bad_code_set_in_a_later_run_of_blocks_names_its_block(monkeypatch: py
     from bytepair import _format
     from bytepair._format import _unpack_code_sets
 
-    monkeypatch.setattr(_format, "_CODE_SET_BLOCKS", 3)
+    monkeypatch.setattr(_format, "_CODES_PER_RUN", 6)  # runs of three blocks
     n_fresh = np.array([2, 2, 2, 2, 2, 2, 2], dtype=np.int64)
     kind = np.ones(7, dtype=np.int64)  # one run each: skip 0, take 2
     blob = np.array([0, 2] * 7, dtype=np.uint8)
