@@ -16,7 +16,7 @@ from ._blocks import split_blocks
 from ._engine import EncodedBlocks, encode_blocks
 from ._errors import CorruptDataError
 from ._escape import Escapes, find_escapes
-from ._expand import NODE_BUDGET, NODE_SLACK, expand
+from ._expand import expand, node_budget
 from ._format import BLOCK_HEADER_SIZE, FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
 from ._params import MAX_BLOCK_SIZE, Params
 from ._tables import PairTables, concat_ranges
@@ -45,7 +45,7 @@ def _stored_blocks(orig_len: npt.NDArray[np.int64], enc: EncodedBlocks, esc: Esc
     stored = block_costs(enc) + esc.cost() + BLOCK_HEADER_SIZE >= orig_len
     block_of_merge = np.repeat(np.arange(len(orig_len)), enc.n_merges)
     node_bytes = np.bincount(block_of_merge, weights=enc.expansion, minlength=len(orig_len)).astype(np.int64)
-    budget = NODE_BUDGET * int(orig_len.sum()) + NODE_SLACK
+    budget = node_budget(int(orig_len.sum()))
     if int(node_bytes[~stored].sum()) > budget:
         for b in np.argsort(-node_bytes, kind="stable"):
             stored[b] = True

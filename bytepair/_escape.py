@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import CorruptDataError
+from ._tables import run_edges
 
 __all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
 
@@ -44,6 +45,12 @@ class Escapes:
         """Body bytes the escapes add to each block: its escaped bytes and its mark."""
         cost: npt.NDArray[np.int64] = self.count + (self.count > 0)
         return cost
+
+    def blocks(self, lo: int, hi: int) -> Escapes:
+        """The escapes of blocks *lo* to *hi* (exclusive)."""
+        literal_at = int(self.count[:lo].sum())
+        literal_end = literal_at + int(self.count[lo:hi].sum())
+        return Escapes(self.count[lo:hi], self.mark[lo:hi], self.literals[literal_at:literal_end])
 
     def take(self, keep: npt.NDArray[np.bool_]) -> Escapes:
         """These escapes with those of the blocks not in *keep* dropped."""
@@ -105,15 +112,10 @@ def restore_escapes(
     """
     if not esc.count.any():
         return
-    nb = len(orig_len)
-    bounds = np.zeros(nb + 1, dtype=np.int64)
+    bounds = np.zeros(len(orig_len) + 1, dtype=np.int64)
     np.cumsum(orig_len, out=bounds[1:])
-    literal_at = np.zeros(nb + 1, dtype=np.int64)
-    np.cumsum(esc.count, out=literal_at[1:])
-    cuts = np.searchsorted(bounds, np.arange(_RESTORE_RUN, int(bounds[-1]), _RESTORE_RUN))
-    edges = [0, *sorted(set(cuts.tolist()) - {0, nb}), nb]
-    for lo, hi in itertools.pairwise(edges):
-        run = Escapes(esc.count[lo:hi], esc.mark[lo:hi], esc.literals[literal_at[lo] : literal_at[hi]])
+    for lo, hi in itertools.pairwise(run_edges(orig_len, _RESTORE_RUN)):
+        run = esc.blocks(lo, hi)
         if run.count.any():
             _restore_run(out[bounds[lo] : bounds[hi]], bounds[lo : hi + 1] - bounds[lo], run, first_block + lo)
 

@@ -34,9 +34,9 @@ import numpy.typing as npt
 from ._buffers import Buffers, per_thread
 from ._errors import CorruptDataError
 from ._escape import restore_escapes
-from ._tables import PairTables, concat_ranges
+from ._tables import PairTables, concat_ranges, run_edges
 
-__all__ = ["NODE_BUDGET", "expand", "expand_reference"]
+__all__ = ["NODE_BUDGET", "expand", "expand_reference", "node_budget"]
 
 NODE_BUDGET = 4
 """The expansions of all codes of a run of blocks may hold at most this many times
@@ -44,6 +44,12 @@ its original size (plus ``NODE_SLACK``); the encoder never writes more (docs/FOR
 
 NODE_SLACK = 65536
 """... plus this many bytes, so that small blocks with long codes stay within budget."""
+
+
+def node_budget(orig_size: int) -> int:
+    """The most bytes the code expansions of a frame of *orig_size* bytes may total."""
+    return NODE_BUDGET * orig_size + NODE_SLACK
+
 
 _W = 16
 _WORD = np.dtype(f"V{_W}")
@@ -376,10 +382,8 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     # a frame may hold a merge for every two bytes of its output, and each takes
     # some 200 bytes while its run is decoded: runs of blocks bound that
     out = np.empty(int(t.orig_len.sum()), dtype=np.uint8)
-    run_of_block = np.cumsum(t.n_merges) // MERGES_PER_RUN
-    edges = [0, *(np.flatnonzero(np.diff(run_of_block)) + 1).tolist(), len(t.orig_len)]
     at = 0
-    for lo, hi in itertools.pairwise(edges):
+    for lo, hi in itertools.pairwise(run_edges(t.n_merges, MERGES_PER_RUN)):
         part = _expand_run(t.blocks(lo, hi), budget)
         out[at : at + len(part)] = part
         at += len(part)
@@ -397,7 +401,7 @@ class _Budget:
 
     def __init__(self, t: PairTables) -> None:
         self.frame = t
-        self.limit = NODE_BUDGET * int(t.orig_len.sum()) + NODE_SLACK
+        self.limit = node_budget(int(t.orig_len.sum()))
         self.used = 0
 
     def spend(self, node_bytes: int) -> None:
@@ -631,10 +635,9 @@ class _BlockNodes:
         codes = t.code[merge_at : merge_at + n_merges].tolist()
         lefts = t.left[merge_at : merge_at + n_merges].tolist()
         rights = t.right[merge_at : merge_at + n_merges].tolist()
-        fresh_codes = set(codes[:n_fresh])
-        if len(fresh_codes) != n_fresh:
+        undefined = set(codes[:n_fresh])  # fresh codes whose merge has not come yet
+        if len(undefined) != n_fresh:
             raise CorruptDataError("pair table lists a fresh code twice")
-        undefined = set(fresh_codes)  # fresh codes whose merge has not come yet
         node_len = [1] * 256  # what each byte value expands to, as things stand
         for k, (code, lv, rv) in enumerate(zip(codes, lefts, rights, strict=True)):
             if undefined and (lv in undefined or rv in undefined):

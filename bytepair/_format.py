@@ -18,7 +18,7 @@ import numpy.typing as npt
 from ._crc import crc32_combine
 from ._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
 from ._escape import Escapes
-from ._tables import PairTables, concat_ranges
+from ._tables import PairTables, concat_ranges, run_edges
 
 __all__ = [
     "BLOCK_HEADER_SIZE",
@@ -229,12 +229,11 @@ def _unpack_code_sets(
 ) -> npt.NDArray[np.uint8]:
     """Every block's fresh codes, block-major, descending within a block."""
     nb = len(kind)
-    run_of_block = np.cumsum(n_fresh) // _CODES_PER_RUN
-    if not nb or run_of_block[-1] == 0:
+    edges = run_edges(n_fresh, _CODES_PER_RUN)
+    if len(edges) <= 2:
         return _unpack_code_set_run(kind, blob, n_fresh, first_block)
     blob_at = np.zeros(nb + 1, dtype=np.int64)
     np.cumsum(np.where(kind == CODE_SET_BITMAP, 32, 2 * kind), out=blob_at[1:])
-    edges = [0, *(np.flatnonzero(np.diff(run_of_block)) + 1).tolist(), nb]
     return np.concatenate(
         [
             _unpack_code_set_run(kind[lo:hi], blob[blob_at[lo] : blob_at[hi]], n_fresh[lo:hi], first_block + lo)

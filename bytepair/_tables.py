@@ -7,13 +7,15 @@ consume them; none of those needs to know about the others.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from ._escape import Escapes
+if TYPE_CHECKING:
+    from ._escape import Escapes
 
-__all__ = ["PairTables", "concat_ranges"]
+__all__ = ["PairTables", "concat_ranges", "run_edges"]
 
 
 @dataclasses.dataclass
@@ -45,12 +47,6 @@ class PairTables:
         merge_end = merge_at + int(self.n_merges[lo:hi].sum())
         payload_at = int(self.payload_len[:lo].sum())
         payload_end = payload_at + int(self.payload_len[lo:hi].sum())
-        escapes = None
-        if self.escapes is not None:
-            esc = self.escapes
-            literal_at = int(esc.count[:lo].sum())
-            literal_end = literal_at + int(esc.count[lo:hi].sum())
-            escapes = Escapes(esc.count[lo:hi], esc.mark[lo:hi], esc.literals[literal_at:literal_end])
         return PairTables(
             self.orig_len[lo:hi],
             self.n_merges[lo:hi],
@@ -61,7 +57,7 @@ class PairTables:
             self.payload_len[lo:hi],
             self.payload[payload_at:payload_end],
             self.first_block + lo,
-            escapes,
+            self.escapes.blocks(lo, hi) if self.escapes is not None else None,
         )
 
 
@@ -82,3 +78,14 @@ def concat_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64])
     idx[0] = starts[0]
     idx[heads] = starts[1:] - starts[:-1] - lengths[:-1] + 1
     return np.cumsum(idx, out=idx)
+
+
+def run_edges(weights: npt.NDArray[np.int64], per_run: int) -> list[int]:
+    """Where to cut consecutive blocks into runs of about *per_run* of their *weights*
+    (bytes, merges, codes): ``[0, ..., len(weights)]``, a run holding at least one block.
+
+    Work that needs memory per unit of weight goes run by run, so that no frame,
+    however its blocks are made, needs more than a run's worth at once.
+    """
+    run_of_block = np.cumsum(weights) // per_run
+    return [0, *(np.flatnonzero(np.diff(run_of_block)) + 1).tolist(), len(weights)]
