@@ -28,6 +28,7 @@ Data structures (see README, "How the engine works"):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -35,12 +36,15 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buffers import Buffers, per_thread
-from ._tables import concat_ranges
+from ._tables import concat_ranges, run_edges
 
 __all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "encode_blocks"]
 
 MAX_BATCH_BLOCKS = 256
 """Blocks that advance together; bounds the dense count tables (32 MiB)."""
+
+BATCH_BYTES = 1 << 19
+"""Bytes of blocks that advance together: fewer steps against more cache misses."""
 
 MAX_RECYCLED = 255
 """The format stores a block's number of recycled codes in one byte."""
@@ -161,9 +165,7 @@ def encode_blocks(
     asserts the incremental ones agree (for tests; slow).
     """
     results = []
-    n_blocks = len(bounds) - 1
-    for first in range(0, n_blocks, MAX_BATCH_BLOCKS):
-        last = min(first + MAX_BATCH_BLOCKS, n_blocks)
+    for first, last in _batches(np.diff(bounds)):
         batch = _Batch(
             data[bounds[first] : bounds[last]],
             bounds[first : last + 1] - bounds[first],
@@ -175,6 +177,16 @@ def encode_blocks(
         )
         results.append(batch.run(on_step, check_counts))
     return EncodedBlocks.concatenate(results)
+
+
+def _batches(lengths: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+    """``(first, last)`` block ranges of at most ``BATCH_BYTES`` bytes (at least one block)
+    and ``MAX_BATCH_BLOCKS`` blocks each."""
+    edges = run_edges(lengths, BATCH_BYTES)
+    batches = []
+    for lo, hi in itertools.pairwise(edges):
+        batches += [(first, min(first + MAX_BATCH_BLOCKS, hi)) for first in range(lo, hi, MAX_BATCH_BLOCKS)]
+    return batches
 
 
 def _interleave(first: npt.NDArray[Any], second: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -499,57 +511,66 @@ class _Batch:
 
         # 4. keep those that still hold the pair
         val, nxt, prv = self.val, self.nxt, self.prv
-        live = (val[cand] == left[owner]) & (val[nxt[cand]] == right[owner])
-        cand = cand[live]
-        owner = owner[live]
+        after = nxt[cand]
+        live = (val[cand] == left[owner]) & (val[after] == right[owner])
+        kept = np.flatnonzero(live)
+        cand = cand[kept]
+        after = after[kept]
+        owner = owner[kept]
 
         # 5. overlapping runs (left == right): keep every other match, left to right
         if len(cand) > 1:
             chained = np.zeros(len(cand), dtype=np.bool_)
-            chained[1:] = nxt[cand[:-1]] == cand[1:]
+            np.equal(after[:-1], cand[1:], out=chained[1:])
             if chained.any():
                 idx = np.arange(len(cand))
                 run_start = np.maximum.accumulate(np.where(chained, 0, idx))
-                keep = (idx - run_start) % 2 == 0
-                cand = cand[keep]
-                owner = owner[keep]
+                kept = np.flatnonzero((idx - run_start) % 2 == 0)
+                cand = cand[kept]
+                after = after[kept]
+                owner = owner[kept]
 
         # 6. the pairs each match destroys and creates
         i = cand
-        j = nxt[i]
+        j = after
         p = prv[i]
         q = nxt[j]
+        pp = prv[p]
         blk = active[owner]
         m_left = left[owner]
         m_right = right[owner]
         m_code = code[owner]
         self.is_match[i] = True
         q_is_match = self.is_match[q]
-        p_is_partner = self.is_match[prv[p]]  # p is the deleted half of the match before
+        p_is_partner = self.is_match[pp]  # p is the deleted half of the match before
         has_p = p != n
         has_q = (q != n) & ~q_is_match
         val_p = val[p].astype(np.int64)
         val_q = val[q].astype(np.int64)
         base = blk * _TABLE
         trash = self.trash
+        # the merged pair's own cell loses one per match, all at once below
         dec = np.concatenate(
             (
                 np.where(has_p, base + val_p * 256 + m_left, trash),
-                base + m_left * 256 + m_right,
                 np.where(has_q, base + m_right * 256 + val_q, trash),
             )
         )
         val[i] = m_code
         # p is the deleted half of the match before: the new pair starts at that match's code
-        new_p = np.where(p_is_partner, val[prv[p]], val_p)
+        new_p = np.where(p_is_partner, val[pp], val_p)
         key_a = new_p * 256 + m_code
         key_b = m_code * 256 + val_q
         inc = np.concatenate((np.where(has_p, base + key_a, trash), np.where(has_q, base + key_b, trash)))
-        pos_a = np.where(p_is_partner, prv[p], p)
+        pos_a = np.where(p_is_partner, pp, p)
 
         counts, rowmax, rowslot = ws.counts, ws.rowmax, ws.rowslot
+        made = np.bincount(owner, minlength=len(active))
+        merged = active * _TABLE + left * 256 + right
         dec_rows = dec >> 8
-        held_max = dec_rows[counts[dec] == rowmax[dec_rows]]  # rows whose maximum may drop
+        # rows whose maximum may drop: a merged pair held its row's maximum
+        held_max = np.concatenate((merged >> 8, dec_rows[counts[dec] == rowmax[dec_rows]]))
+        counts[merged] -= made.astype(np.uint16)
         np.subtract.at(counts, dec, np.uint16(1))
         # each row once: of the entries naming a row, keep the one whose number stuck
         entry = np.arange(len(held_max))
@@ -570,7 +591,6 @@ class _Batch:
         self.is_match[i] = False
 
         # 8. symbol counts, code bookkeeping
-        made = np.bincount(owner, minlength=len(active))
         symcount = self.symcount_flat
         symcount[row_left] -= made
         symcount[row_right] -= made

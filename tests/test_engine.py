@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bytepair import _engine
 from bytepair._engine import MAX_BATCH_BLOCKS, EncodedBlocks, StepRecord, encode_blocks
 from tests.strategies import blocky_bytes
 
@@ -139,6 +141,22 @@ def test_many_blocks_in_several_batches() -> None:
     result = encode_blocks(arr, np.array([0, *cuts, len(data)], dtype=np.int64), threshold=3)
     assert len(result.n_merges) == MAX_BATCH_BLOCKS + 20
     assert len(set(result.payload_len.tolist())) == 1, "identical blocks encode identically"
+
+
+def test_batches_by_bytes_encode_as_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks are cut into batches by their bytes; each block's result is the same whatever batch it is in."""
+    rng = np.random.default_rng(5)
+    words = [b"the ", b"cat ", b"sat ", b"on ", b"mat ", b"\x00\x01", b"aaaa"]
+    data = b"".join(words[w] for w in rng.integers(0, len(words), 3000))
+    cuts = sorted(set(rng.integers(1, len(data), 40).tolist()))
+    bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    whole = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
+    monkeypatch.setattr(_engine, "BATCH_BYTES", 700)
+    assert len(_engine._batches(np.diff(bounds))) > 5
+    batched = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
+    for field in dataclasses.fields(EncodedBlocks):
+        assert np.array_equal(getattr(whole, field.name), getattr(batched, field.name)), field.name
 
 
 @settings(max_examples=150, deadline=None)
