@@ -19,10 +19,11 @@ Data structures (see README, "How the engine works"):
   each 256-entry row, so the most frequent pair of a block is found by looking at
   256 row maxima and one row.
 * An index of occurrences: every pair that reaches ``threshold`` when it comes into
-  existence is recorded with its positions, sorted by a key that grows with the
-  step that created it. All current occurrences of a pair were created in one
-  step (the step that created its younger symbol), so one ``searchsorted`` finds
-  them for all blocks at once; stale entries are filtered by checking ``val``.
+  existence is recorded with its positions. All current occurrences of a pair
+  were created in one step (the step that created its younger symbol, as a merge
+  only makes pairs with its own code), so they are one run of the index: a
+  dense table per block says where each pair's latest run starts, and the run's
+  first entry how long it is. Stale entries are filtered by checking ``val``.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from ._tables import concat_ranges, run_edges
 
 __all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "encode_blocks"]
 
-MAX_BATCH_BLOCKS = 256
-"""Blocks that advance together; bounds the dense count tables (32 MiB)."""
+MAX_BATCH_BLOCKS = 128
+"""Most blocks that advance together; bounds the dense tables of pair counts
+(16 MiB) and index runs (32 MiB). 256 was 2-3% faster on many short blocks, for
+50 MB more memory."""
 
 BATCH_BYTES = 1 << 19
 """Bytes of blocks that advance together: fewer steps against more cache misses."""
@@ -141,6 +144,9 @@ class _Workspace(Buffers):
         self.counts = np.zeros(rows * 256, dtype=np.uint16)
         self.rowmax = np.zeros(rows, dtype=np.uint16)
         self.rowslot = np.zeros(rows, dtype=np.int64)  # scratch for de-duplicating rows
+        # where each (block, pair)'s run of the occurrence index starts, pair-major: the
+        # blocks of a batch share many pairs, so fewer pages are touched
+        self.run_at = np.zeros(MAX_BATCH_BLOCKS * _TABLE, dtype=np.int32)
 
 
 def encode_blocks(
@@ -289,12 +295,10 @@ class _Batch:
         self.n_free = absent.sum(axis=1).astype(np.int64)
         self.n_used = np.zeros(k, dtype=np.int64)
         self.n_recycled = np.zeros(k, dtype=np.int64)
-        self.created = np.zeros((k, 256), dtype=np.int64)  # step that made each symbol
         self.depth = np.zeros((k, 256), dtype=np.int64)
         self.explen = np.ones((k, 256), dtype=np.int64)  # bytes each symbol stands for
         # flat views: one index (block * 256 + symbol) is cheaper than two
         self.symcount_flat = self.symcount.reshape(-1)
-        self.created_flat = self.created.reshape(-1)
         self.depth_flat = self.depth.reshape(-1)
         self.explen_flat = self.explen.reshape(-1)
         self.steps: list[tuple[npt.NDArray[Any], ...]] = []
@@ -310,7 +314,7 @@ class _Batch:
         One stable radix sort of the 16-bit pair keys orders positions by (pair,
         position), hence by (pair, block, position) as blocks are contiguous.
         """
-        n, k = self.n, self.k
+        n = self.n
         ws = self.ws
         keys = data[:-1].astype(np.uint16) << 8
         keys |= data[1:]
@@ -319,8 +323,8 @@ class _Batch:
         keys = keys[pos]
         blocks = block_of[pos]
         kept = 0
-        index_keys = ws.buffer("index_keys", n + 16, np.int64)
         index_pos = ws.buffer("index_pos", n + 16, np.int32)
+        ws.buffer("index_run", n + 16, np.uint16)
         if len(pos):
             head = np.empty(len(pos), dtype=np.bool_)
             head[0] = True
@@ -331,23 +335,42 @@ class _Batch:
             cell = blocks[starts].astype(np.int64) * _TABLE + keys[starts]
             ws.counts[cell] = sizes
             np.maximum.at(ws.rowmax, cell >> 8, sizes.astype(np.uint16))
-            keep = np.repeat(sizes >= self.threshold, sizes)
+            frequent = sizes >= self.threshold
+            keep = np.repeat(frequent, sizes)
             kept = int(np.count_nonzero(keep))
-            np.multiply(keys[keep], k, out=index_keys[:kept], dtype=np.int64)
-            index_keys[:kept] += blocks[keep]
             index_pos[:kept] = pos[keep]
+            self._record_runs(cell[frequent], 0, sizes[frequent])
         self.gn = kept
 
-    def _append_index(
-        self, step: int, pos: npt.NDArray[np.int64], keys: npt.NDArray[np.int64], blocks: npt.NDArray[np.int64]
-    ) -> None:
-        order = np.argsort(keys.astype(np.uint16), kind="stable")
-        composite = keys * self.k
-        composite += blocks
+    def _record_runs(self, cells: npt.NDArray[np.int64], at: int, lengths: npt.NDArray[np.int64]) -> None:
+        """The index entries from *at* on are runs of these *lengths*, one per (block, pair) cell."""
+        if not len(lengths):
+            return
+        ws = self.ws
+        cells = (cells & (_TABLE - 1)) * self.k + (cells >> 16)
+        starts = np.cumsum(lengths)
+        starts -= lengths
+        starts += at
+        ws.run_at[cells] = starts
+        ws.grow("index_run", at, at + int(starts[-1] - at + lengths[-1]))[starts] = lengths
+
+    def _append_index(self, pos: npt.NDArray[np.int64], cells: npt.NDArray[np.int64]) -> None:
+        """Index new occurrences, given in (block, position) order with their (block, pair) cells.
+
+        A stable radix sort by pair groups them into runs by (pair, block), each
+        in position order.
+        """
+        if not len(pos):
+            return
+        order = np.argsort(cells.astype(np.uint16), kind="stable")
+        cells = cells[order]
+        head = np.empty(len(cells), dtype=np.bool_)
+        head[0] = True
+        np.not_equal(cells[1:], cells[:-1], out=head[1:])
+        starts = np.flatnonzero(head)
+        self._record_runs(cells[starts], self.gn, np.diff(starts, append=len(cells)))
         end = self.gn + len(pos)
-        gkeys = self.ws.grow("index_keys", self.gn, end)
         gpos = self.ws.grow("index_pos", self.gn, end)
-        np.add(composite[order], step * (_TABLE * self.k), out=gkeys[self.gn : end])
         gpos[self.gn : end] = pos[order]
         self.gn = end
 
@@ -476,7 +499,7 @@ class _Batch:
 
     def _step(self, step: int, active: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         ws = self.ws
-        n, k = self.n, self.k
+        n = self.n
         threshold = self.threshold
         choice = self._choose_many(active) if self.merges_per_step > 1 else self._choose_one(active)
         active, left, right, count, code, has_fresh, depth = (
@@ -496,12 +519,8 @@ class _Batch:
         row_code = active * 256 + code
 
         # 3. the candidate positions of each block's pair, from the occurrence index
-        segment = np.maximum(self.created_flat[row_left], self.created_flat[row_right])
-        query = segment * (_TABLE * k) + (left * 256 + right) * k + active
-        keys = self.ws.buffer("index_keys", self.gn, np.int64)
-        # keys are integers: the end of query q's run is the start of q + 1's
-        lo, hi = np.searchsorted(keys, np.concatenate((query, query + 1))).reshape(2, -1)
-        found = hi - lo
+        lo = ws.run_at[(left * 256 + right) * self.k + active].astype(np.int64)
+        found = ws.buffer("index_run", self.gn, np.uint16)[lo].astype(np.int64)
         owner = np.repeat(np.arange(len(active), dtype=np.int64), found)
         # entry e of owner o's run sits at lo[o] + (e - first entry of o)
         skip = lo - np.cumsum(found) + found
@@ -597,7 +616,6 @@ class _Batch:
         symcount[row_code] += made
         np.add.at(self.n_used, active, has_fresh.astype(np.int64))
         np.add.at(self.n_recycled, active, (~has_fresh).astype(np.int64))
-        self.created_flat[row_code] = step
         expansion = self.explen_flat[row_left] + self.explen_flat[row_right]
         self.explen_flat[row_code] = expansion
         if depth is not None:
@@ -608,12 +626,7 @@ class _Batch:
         n_matches = len(i)
         frequent = (inc_count >= threshold).reshape(2, n_matches)
         new_ok = _interleave(has_p & frequent[0], has_q & frequent[1])
-        self._append_index(
-            step,
-            _interleave(pos_a, i)[new_ok],
-            _interleave(key_a, key_b)[new_ok],
-            _interleave(blk, blk)[new_ok],
-        )
+        self._append_index(_interleave(pos_a, i)[new_ok], _interleave(base + key_a, base + key_b)[new_ok])
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
         self.last_replaced = made
