@@ -54,6 +54,7 @@ MAX_RECYCLED = 255
 
 _SENTINEL = 256
 _DEAD = 257
+_MARK = 512  # added to the code of a match while its step runs
 _TABLE = 65536  # cells of one block's pair-count table
 _DESCENDING = np.arange(255, -1, -1, dtype=np.int32)
 _EARLIER = np.tri(256, 256, -1, dtype=np.bool_)  # [i, j]: j comes before i
@@ -195,14 +196,6 @@ def _batches(lengths: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
     return batches
 
 
-def _interleave(first: npt.NDArray[Any], second: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``[first[0], second[0], first[1], second[1], ...]``."""
-    out = np.empty(2 * len(first), dtype=first.dtype)
-    out[0::2] = first
-    out[1::2] = second
-    return out
-
-
 @dataclasses.dataclass
 class _Choice:
     """The merges of one step: ``block[m]`` merges ``(left[m], right[m])`` into ``code[m]``.
@@ -282,8 +275,6 @@ class _Batch:
         self.prv[1:] = self.nxt[:n] - 1
         self.prv[starts] = n
         self.prv[n] = n
-        self.is_match = ws.buffer("is_match", n + 1, np.bool_)
-        self.is_match[:] = False
         block_of = np.repeat(np.arange(k, dtype=np.uint8), ends - starts)
         self.block_of = block_of
 
@@ -513,11 +504,6 @@ class _Batch:
         )
         if not len(active):
             return active
-        # (block, symbol) as one index into the flat per-block tables
-        row_left = active * 256 + left
-        row_right = active * 256 + right
-        row_code = active * 256 + code
-
         # 3. the candidate positions of each block's pair, from the occurrence index
         lo = ws.run_at[(left * 256 + right) * self.k + active].astype(np.int64)
         found = ws.buffer("index_run", self.gn, np.uint16)[lo].astype(np.int64)
@@ -549,43 +535,44 @@ class _Batch:
                 after = after[kept]
                 owner = owner[kept]
 
-        # 6. the pairs each match destroys and creates
+        # 6. the pairs each match destroys and creates. A match's code goes in at once,
+        # marked, so a neighbour that is another match of this step shows as one.
         i = cand
         j = after
         p = prv[i]
         q = nxt[j]
         pp = prv[p]
-        blk = active[owner]
-        m_left = left[owner]
-        m_right = right[owner]
+        table_at = active * _TABLE
         m_code = code[owner]
-        self.is_match[i] = True
-        q_is_match = self.is_match[q]
-        p_is_partner = self.is_match[pp]  # p is the deleted half of the match before
-        has_p = p != n
-        has_q = (q != n) & ~q_is_match
-        val_p = val[p].astype(np.int64)
+        val[i] = m_code + _MARK
+        val_p = val[p].astype(np.int64)  # p is never a match: its value is the old one
         val_q = val[q].astype(np.int64)
-        base = blk * _TABLE
+        val_pp = val[pp].astype(np.int64)
+        has_p = val_p < _SENTINEL
+        has_q = val_q < _SENTINEL  # not the sentinel and not a match
+        # p is the deleted half of the match before: the new pair starts at that match's code
+        p_is_partner = val_pp >= _MARK
+        new_p = np.where(p_is_partner, val_pp - _MARK, val_p)
         trash = self.trash
-        # the merged pair's own cell loses one per match, all at once below
+        # cells (block, prev, left) and (block, right, next) lose one; the merged pair's own
+        # cell loses one per match, all at once below
         dec = np.concatenate(
             (
-                np.where(has_p, base + val_p * 256 + m_left, trash),
-                np.where(has_q, base + m_right * 256 + val_q, trash),
+                np.where(has_p, (table_at + left)[owner] + val_p * 256, trash),
+                np.where(has_q, (table_at + right * 256)[owner] + val_q, trash),
             )
         )
-        val[i] = m_code
-        # p is the deleted half of the match before: the new pair starts at that match's code
-        new_p = np.where(p_is_partner, val[pp], val_p)
-        key_a = new_p * 256 + m_code
-        key_b = m_code * 256 + val_q
-        inc = np.concatenate((np.where(has_p, base + key_a, trash), np.where(has_q, base + key_b, trash)))
-        pos_a = np.where(p_is_partner, pp, p)
+        # cells (block, prev, code) and (block, code, next) gain one
+        inc = np.concatenate(
+            (
+                np.where(has_p, (table_at + code)[owner] + new_p * 256, trash),
+                np.where(has_q, (table_at + code * 256)[owner] + val_q, trash),
+            )
+        )
 
         counts, rowmax, rowslot = ws.counts, ws.rowmax, ws.rowslot
         made = np.bincount(owner, minlength=len(active))
-        merged = active * _TABLE + left * 256 + right
+        merged = table_at + left * 256 + right
         dec_rows = dec >> 8
         # rows whose maximum may drop: a merged pair held its row's maximum
         held_max = np.concatenate((merged >> 8, dec_rows[counts[dec] == rowmax[dec_rows]]))
@@ -602,14 +589,17 @@ class _Batch:
         counts[trash : trash + 256] = 0
         rowmax[trash >> 8] = 0
 
-        # 7. rewrite the sequence (the matches' codes are already in place)
+        # 7. rewrite the sequence
+        val[i] = m_code
         val[j] = _DEAD
         nxt[i] = q
         prv[q] = i
         prv[n] = n
-        self.is_match[i] = False
 
         # 8. symbol counts, code bookkeeping
+        row_left = active * 256 + left
+        row_right = active * 256 + right
+        row_code = active * 256 + code
         symcount = self.symcount_flat
         symcount[row_left] -= made
         symcount[row_right] -= made
@@ -621,12 +611,12 @@ class _Batch:
         if depth is not None:
             self.depth_flat[row_code] = depth
 
-        # 9. index the new pairs that are frequent enough to be chosen some day
-        # (interleaved per match, so the entries stay in block and position order)
-        n_matches = len(i)
-        frequent = (inc_count >= threshold).reshape(2, n_matches)
-        new_ok = _interleave(has_p & frequent[0], has_q & frequent[1])
-        self._append_index(_interleave(pos_a, i)[new_ok], _interleave(base + key_a, base + key_b)[new_ok])
+        # 9. index the new pairs that are frequent enough to be chosen some day. Each
+        # pair comes from one side of one merge's matches, so its entries are in
+        # position order.
+        new = inc_count >= threshold
+        new &= inc < trash
+        self._append_index(np.concatenate((np.where(p_is_partner, pp, p), i))[new], inc[new])
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
         self.last_replaced = made
