@@ -145,8 +145,7 @@ class _Workspace(Buffers):
         self.counts = np.zeros(rows * 256, dtype=np.uint16)
         self.rowmax = np.zeros(rows, dtype=np.uint16)
         self.rowslot = np.zeros(rows, dtype=np.int64)  # scratch for de-duplicating rows
-        # where each (block, pair)'s run of the occurrence index starts, pair-major: the
-        # blocks of a batch share many pairs, so fewer pages are touched
+        # where each (block, pair)'s run of the occurrence index starts
         self.run_at = np.zeros(MAX_BATCH_BLOCKS * _TABLE, dtype=np.int32)
 
 
@@ -295,7 +294,11 @@ class _Batch:
         self.steps: list[tuple[npt.NDArray[Any], ...]] = []
         self.last_replaced = np.zeros(0, dtype=np.int64)
 
-        self._index_initial_pairs(data, block_of)
+        try:
+            self._index_initial_pairs(data, block_of)
+        except BaseException:
+            self._reset_tables(everything=True)
+            raise
 
     # -- the occurrence index -------------------------------------------------
 
@@ -313,7 +316,7 @@ class _Batch:
         pos = pos[self.nxt[pos] != n]  # a block's last byte starts no pair
         keys = keys[pos]
         blocks = block_of[pos]
-        kept = 0
+        kept = self.gn = 0
         index_pos = ws.buffer("index_pos", n + 16, np.int32)
         ws.buffer("index_run", n + 16, np.uint16)
         if len(pos):
@@ -330,26 +333,24 @@ class _Batch:
             keep = np.repeat(frequent, sizes)
             kept = int(np.count_nonzero(keep))
             index_pos[:kept] = pos[keep]
-            self._record_runs(cell[frequent], 0, sizes[frequent])
+            lengths = sizes[frequent]
+            self._record_runs(cell[frequent], np.cumsum(lengths) - lengths, lengths, kept)
         self.gn = kept
 
-    def _record_runs(self, cells: npt.NDArray[np.int64], at: int, lengths: npt.NDArray[np.int64]) -> None:
-        """The index entries from *at* on are runs of these *lengths*, one per (block, pair) cell."""
-        if not len(lengths):
-            return
-        ws = self.ws
-        cells = (cells & (_TABLE - 1)) * self.k + (cells >> 16)
-        starts = np.cumsum(lengths)
-        starts -= lengths
-        starts += at
-        ws.run_at[cells] = starts
-        ws.grow("index_run", at, at + int(starts[-1] - at + lengths[-1]))[starts] = lengths
+    def _record_runs(
+        self, cells: npt.NDArray[np.int64], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], end: int
+    ) -> None:
+        """Index entries ``starts[r]`` to ``starts[r] + lengths[r]`` are the run of (block, pair)
+        cell ``cells[r]``; the index now ends at *end*."""
+        self.ws.run_at[cells] = starts
+        self.ws.grow("index_run", self.gn, end)[starts] = lengths
 
     def _append_index(self, pos: npt.NDArray[np.int64], cells: npt.NDArray[np.int64]) -> None:
-        """Index new occurrences, given in (block, position) order with their (block, pair) cells.
+        """Index new occurrences at *pos*, of the (block, pair) *cells*.
 
-        A stable radix sort by pair groups them into runs by (pair, block), each
-        in position order.
+        Each cell's occurrences must come in position order, and only its own
+        (they do: a new pair comes from one side of one merge's matches). A stable
+        radix sort by pair then makes each cell's entries one run.
         """
         if not len(pos):
             return
@@ -359,8 +360,8 @@ class _Batch:
         head[0] = True
         np.not_equal(cells[1:], cells[:-1], out=head[1:])
         starts = np.flatnonzero(head)
-        self._record_runs(cells[starts], self.gn, np.diff(starts, append=len(cells)))
         end = self.gn + len(pos)
+        self._record_runs(cells[starts], starts + self.gn, np.diff(starts, append=len(cells)), end)
         gpos = self.ws.grow("index_pos", self.gn, end)
         gpos[self.gn : end] = pos[order]
         self.gn = end
@@ -381,6 +382,9 @@ class _Batch:
                 if on_step is not None and len(active):
                     self._report(step, on_step)
             return self._result()
+        except BaseException:
+            self._reset_tables(everything=True)  # the tables may be half updated
+            raise
         finally:
             self._reset_tables()
 
@@ -505,7 +509,9 @@ class _Batch:
         if not len(active):
             return active
         # 3. the candidate positions of each block's pair, from the occurrence index
-        lo = ws.run_at[(left * 256 + right) * self.k + active].astype(np.int64)
+        table_at = active * _TABLE
+        merged = table_at + left * 256 + right
+        lo = ws.run_at[merged].astype(np.int64)
         found = ws.buffer("index_run", self.gn, np.uint16)[lo].astype(np.int64)
         owner = np.repeat(np.arange(len(active), dtype=np.int64), found)
         # entry e of owner o's run sits at lo[o] + (e - first entry of o)
@@ -542,7 +548,6 @@ class _Batch:
         p = prv[i]
         q = nxt[j]
         pp = prv[p]
-        table_at = active * _TABLE
         m_code = code[owner]
         val[i] = m_code + _MARK
         val_p = val[p].astype(np.int64)  # p is never a match: its value is the old one
@@ -572,7 +577,6 @@ class _Batch:
 
         counts, rowmax, rowslot = ws.counts, ws.rowmax, ws.rowslot
         made = np.bincount(owner, minlength=len(active))
-        merged = table_at + left * 256 + right
         dec_rows = dec >> 8
         # rows whose maximum may drop: a merged pair held its row's maximum
         held_max = np.concatenate((merged >> 8, dec_rows[counts[dec] == rowmax[dec_rows]]))
@@ -647,7 +651,7 @@ class _Batch:
             right=right[order].astype(np.uint8),
             count=count[order],
             expansion=expansion[order],
-            payload_len=np.bincount(self.block_of[alive], minlength=k).astype(np.int64),
+            payload_len=self.symcount.sum(axis=1),
             payload=payload,
         )
 
@@ -681,11 +685,15 @@ class _Batch:
         cells: npt.NDArray[np.int64] = block * _TABLE + left * 256 + self.val[self.nxt[pos]]
         return cells
 
-    def _reset_tables(self) -> None:
-        """Return the shared tables to zero; with exact counts only the final pairs are non-zero."""
+    def _reset_tables(self, everything: bool = False) -> None:
+        """Return the shared tables to zero: a row holds counts only if its maximum is not zero
+        (or, after an error, every row of the batch)."""
         ws = self.ws
-        ws.counts[self._final_pair_cells()] = 0
-        ws.rowmax[: self.k * 256 + 1] = 0
+        if everything:
+            ws.counts[: self.trash + 256] = 0
+        rows = np.flatnonzero(ws.rowmax[: self.k * 256 + 1])
+        ws.counts.reshape(-1, 256)[rows] = 0
+        ws.rowmax[rows] = 0
         ws.counts[self.trash : self.trash + 256] = 0
 
     def _check_counts(self) -> None:

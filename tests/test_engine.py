@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bytepair import _engine
+from bytepair._buffers import per_thread
 from bytepair._engine import MAX_BATCH_BLOCKS, EncodedBlocks, StepRecord, encode_blocks
 from tests.strategies import blocky_bytes
 
@@ -266,3 +267,24 @@ def test_merges_per_step_needs_one_with_max_depth() -> None:
     arr = np.frombuffer(b"abababab", dtype=np.uint8)
     with pytest.raises(ValueError, match="merges_per_step"):
         encode_blocks(arr, np.array([0, 8]), threshold=2, max_depth=4, merges_per_step=2)
+
+
+def test_an_interrupted_run_leaves_the_shared_tables_clean() -> None:
+    """The count tables are reused by the next batch of this thread: a run stopped
+    half way (here by its observer) must not leave counts behind."""
+    data = b"the cat sat on the mat, the cat sat on the hat. " * 40
+    arr = np.frombuffer(data, dtype=np.uint8)
+    bounds = np.array([0, 700, len(arr)], dtype=np.int64)
+    expected = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
+
+    def stop(record: StepRecord) -> None:
+        if record.step == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        encode_blocks(arr, bounds, threshold=3, merges_per_step=8, on_step=stop)
+    workspace = per_thread(_engine._Workspace)
+    assert not workspace.counts.any() and not workspace.rowmax.any()
+    again = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
+    for field in dataclasses.fields(EncodedBlocks):
+        assert np.array_equal(getattr(expected, field.name), getattr(again, field.name)), field.name
