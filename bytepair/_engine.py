@@ -518,11 +518,13 @@ class _Batch:
         skip = lo - np.cumsum(found) + found
         at = np.arange(len(owner), dtype=np.int64)
         at += skip[owner]
-        cand = self.ws.buffer("index_pos", self.gn, np.int32)[at]
+        # positions are stored in 32 bits but used as int64: numpy converts any other
+        # index array on every use
+        cand = self.ws.buffer("index_pos", self.gn, np.int32)[at].astype(np.int64)
 
         # 4. keep those that still hold the pair
         val, nxt, prv = self.val, self.nxt, self.prv
-        after = nxt[cand]
+        after = nxt[cand].astype(np.int64)
         live = (val[cand] == left[owner]) & (val[after] == right[owner])
         kept = np.flatnonzero(live)
         cand = cand[kept]
@@ -545,9 +547,9 @@ class _Batch:
         # marked, so a neighbour that is another match of this step shows as one.
         i = cand
         j = after
-        p = prv[i]
-        q = nxt[j]
-        pp = prv[p]
+        p = prv[i].astype(np.int64)
+        q = nxt[j].astype(np.int64)
+        pp = prv[p].astype(np.int64)
         m_code = code[owner]
         val[i] = m_code + _MARK
         val_p = val[p].astype(np.int64)  # p is never a match: its value is the old one
