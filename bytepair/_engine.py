@@ -525,7 +525,8 @@ class _Batch:
         # 4. keep those that still hold the pair
         val, nxt, prv = self.val, self.nxt, self.prv
         after = nxt[cand].astype(np.int64)
-        live = (val[cand] == left[owner]) & (val[after] == right[owner])
+        live = val[cand] == left.astype(np.int16)[owner]  # compared in val's own type
+        live &= val[after] == right.astype(np.int16)[owner]
         kept = np.flatnonzero(live)
         cand = cand[kept]
         after = after[kept]
