@@ -14,6 +14,8 @@ Data structures (see README, "How the engine works"):
 * ``val``: the current symbol at each original position, a doubly linked list
   (``nxt``/``prv``) over positions that are still alive; a deleted position holds
   ``DEAD`` and is never visited again. Position ``n`` is a shared sentinel.
+  While a step runs, its matches hold their new code plus ``MARK``, so a match
+  sees at once whether its neighbour is another match.
 * ``counts``: exact counts of every adjacent pair, one dense 256x256 ``uint16``
   table per block, kept up to date incrementally, plus ``rowmax``, the maximum of
   each 256-entry row, so the most frequent pair of a block is found by looking at
@@ -22,8 +24,9 @@ Data structures (see README, "How the engine works"):
   existence is recorded with its positions. All current occurrences of a pair
   were created in one step (the step that created its younger symbol, as a merge
   only makes pairs with its own code), so they are one run of the index: a
-  dense table per block says where each pair's latest run starts, and the run's
-  first entry how long it is. Stale entries are filtered by checking ``val``.
+  dense table per block says where each pair's latest run starts, and an array
+  beside the index, at the run's first entry, how long it is. Stale entries are
+  filtered by checking ``val``.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ MAX_BATCH_BLOCKS = 128
 50 MB more memory."""
 
 BATCH_BYTES = 1 << 19
-"""Bytes of blocks that advance together: fewer steps against more cache misses."""
+"""Bytes of blocks that advance together: fewer steps against more cache misses
+(on both corpora, 2 MiB batches took 1.1x the time, 1 MiB 1.03x)."""
 
 MAX_RECYCLED = 255
 """The format stores a block's number of recycled codes in one byte."""
