@@ -1,20 +1,23 @@
 """Compressing on several cores.
 
-Blocks are independent, so the blocks of a frame are split into one share per
-thread of work: this process encodes one share and ``threads - 1`` worker
-processes the others; the frame is then assembled here. The
-engine makes many short numpy calls and holds the GIL most of the time, so
-threads would not scale. Frames smaller than ``MIN_SHARE`` per worker are
-encoded here: starting work elsewhere would cost more than it saves.
+Frames are independent: while this process encodes one frame, ``threads - 1``
+worker processes encode the frames after it, whole, so that the work of a frame
+that cannot be split (cutting blocks, escapes, packing) is spread too. Blocks
+are independent as well: a frame with no other under way (the last of a stream,
+or the only one) is split into one share of blocks per process instead, and
+assembled here. The engine makes many short numpy calls and holds the GIL most
+of the time, so threads would not scale. Frames smaller than ``MIN_SHARE`` per
+worker are encoded here: starting work elsewhere would cost more than it saves.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import multiprocessing
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +26,7 @@ from ._codec import encode_frame, run_engine
 from ._engine import EncodedBlocks
 from ._params import Params
 
-__all__ = ["MIN_SHARE", "FrameEncoder", "resolve_threads"]
+__all__ = ["MIN_SHARE", "FrameEncoder", "FramePipeline", "resolve_threads"]
 
 MIN_SHARE = 1 << 18
 """Least input (256 KiB) worth sending to a worker."""
@@ -61,6 +64,10 @@ def _engine_job(data: bytes, bounds: npt.NDArray[np.int64], params: Params) -> E
     return run_engine(np.frombuffer(data, dtype=np.uint8), bounds, params)
 
 
+def _frame_job(chunk: bytes, params: Params) -> tuple[bytes, int]:
+    return encode_frame(np.frombuffer(chunk, dtype=np.uint8), params)
+
+
 class FrameEncoder:
     """Encodes frames one after another, each with up to ``threads`` processes."""
 
@@ -89,3 +96,65 @@ class FrameEncoder:
         lo, hi, local = shares[0]
         here = run_engine(data[lo:hi], local, params)
         return EncodedBlocks.concatenate([here, *(job.result() for job in jobs)])
+
+
+Finished = tuple[bytes, int, int]
+"""A frame, the CRC-32 of its content and the content's length."""
+
+
+class FramePipeline:
+    """Encodes the frames of one stream, on every core it may use, and gives them back in order.
+
+    Each frame is held until the next one arrives (or the stream ends), so that
+    the last frame is known to be last: it is shared block by block among the
+    processes (the workers' shares start once their frames are done), while the
+    others go whole to a free worker, or are encoded here when every worker is
+    busy. At most ``threads + 1`` frames are in memory.
+    """
+
+    def __init__(self, params: Params, threads: int) -> None:
+        self._params = params
+        self._workers = resolve_threads(threads)
+        self._encoder = FrameEncoder(params, threads)
+        self._held: bytes | None = None
+        self._queue: collections.deque[Future[tuple[bytes, int]] | tuple[bytes, int]] = collections.deque()
+        self._lengths: collections.deque[int] = collections.deque()
+
+    def add(self, chunk: bytes | bytearray | memoryview) -> list[Finished]:
+        """Take *chunk* as the next frame's content; returns the frames finished so far."""
+        if self._workers == 1:
+            frame, crc = self._encoder.encode(chunk)
+            return [(frame, crc, len(chunk))]
+        if self._held is not None:
+            self._start(self._held, last=False)
+        self._held = bytes(chunk)
+        return self._finished(wait=False)
+
+    def finish(self) -> list[Finished]:
+        """Encode what is held and wait for every frame; returns those not yet returned."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._start(held, last=True)
+        return self._finished(wait=True)
+
+    def _start(self, chunk: bytes, *, last: bool) -> None:
+        running = sum(isinstance(item, Future) and not item.done() for item in self._queue)
+        if last:  # shared block by block; the workers' shares wait for their frames
+            self._queue.append(self._encoder.encode(chunk))
+        elif running < self._workers - 1:
+            self._queue.append(_shared_pool(self._workers - 1).submit(_frame_job, chunk, self._params))
+        else:
+            self._queue.append(encode_frame(np.frombuffer(chunk, dtype=np.uint8), self._params))
+        self._lengths.append(len(chunk))
+
+    def _finished(self, *, wait: bool) -> list[Finished]:
+        out: list[Finished] = []
+        while self._queue:
+            head = self._queue[0]
+            if isinstance(head, Future):
+                if not wait and not head.done():
+                    break
+                head = head.result()
+            self._queue.popleft()
+            out.append((*head, self._lengths.popleft()))
+        return out

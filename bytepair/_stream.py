@@ -27,7 +27,7 @@ from ._format import (
     unpack_frame_header,
     unpack_stream_header,
 )
-from ._parallel import FrameEncoder
+from ._parallel import Finished, FramePipeline
 from ._params import resolve_params
 
 __all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view"]
@@ -127,9 +127,10 @@ class BytePairCompressor:
     """Compress data incrementally, as ``lzma.LZMACompressor`` does.
 
     Input is buffered until a frame's worth (2 MiB) is there; ``flush()`` ends
-    the stream. With ``threads`` other than 1, the blocks of each frame are
-    encoded by that many worker processes (0 = one per core); the output is the
-    same. One object must not be used by several
+    the stream. With ``threads`` other than 1, frames are encoded by that many
+    processes at once (0 = one per core), and the last one block by block by all
+    of them; a frame's output then comes one call later than without threads,
+    and the output is the same. One object must not be used by several
     threads at once: a second concurrent call raises ``RuntimeError``.
     """
 
@@ -146,17 +147,17 @@ class BytePairCompressor:
         params = resolve_params(
             level, block_size=block_size, max_distinct=max_distinct, threshold=threshold, escape_limit=escape_limit
         )
-        self._encoder = FrameEncoder(params, threads)
+        self._frames = FramePipeline(params, threads)
         self._pending = bytearray()
         self._started = False
         self._finished = False
         self._tally = StreamTally()
         self._busy = _Busy("BytePairCompressor")
 
-    def _frame(self, chunk: bytes | bytearray | memoryview) -> bytes:
-        frame, crc = self._encoder.encode(chunk)
-        self._tally.add(len(chunk), crc, 0)  # the end record does not count blocks
-        return frame
+    def _counted(self, finished: list[Finished]) -> list[bytes]:
+        for _, crc, length in finished:
+            self._tally.add(length, crc, 0)  # the end record does not count blocks
+        return [frame for frame, _, _ in finished]
 
     def _header(self) -> bytes:
         if self._started:
@@ -176,12 +177,12 @@ class BytePairCompressor:
                 view = memoryview(b"")
             whole = len(self._pending) - len(self._pending) % FRAME_SIZE
             for lo in range(0, whole, FRAME_SIZE):
-                parts.append(self._frame(self._pending[lo : lo + FRAME_SIZE]))
+                parts += self._counted(self._frames.add(self._pending[lo : lo + FRAME_SIZE]))
             del self._pending[:whole]
             # a large input is encoded straight from the caller's buffer
             whole = len(view) - len(view) % FRAME_SIZE
             for lo in range(0, whole, FRAME_SIZE):
-                parts.append(self._frame(view[lo : lo + FRAME_SIZE]))
+                parts += self._counted(self._frames.add(view[lo : lo + FRAME_SIZE]))
             self._pending += view[whole:]
             return b"".join(parts)
 
@@ -193,8 +194,9 @@ class BytePairCompressor:
             self._finished = True
             parts = [self._header()]
             if self._pending:
-                parts.append(self._frame(bytes(self._pending)))
+                parts += self._counted(self._frames.add(bytes(self._pending)))
                 self._pending.clear()
+            parts += self._counted(self._frames.finish())
             parts.append(self._tally.pack_end())
             return b"".join(parts)
 

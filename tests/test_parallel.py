@@ -1,0 +1,53 @@
+"""Several processes: frames and shares of blocks come back in order, identical to one process."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bytepair
+import bytepair._parallel as parallel
+import bytepair._stream as stream
+from bytepair._codec import encode_frame
+from bytepair._params import resolve_params
+
+
+def chunks(count: int, size: int) -> list[bytes]:
+    rng = np.random.default_rng(count)
+    words = [b"frame ", b"order ", b"pair ", b"byte ", b"\x00\x01\x02", b"zzzz "]
+    data = b"".join(words[w] for w in rng.integers(0, len(words), count * size))
+    return [data[i * size : (i + 1) * size] for i in range(count)]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_pipeline_gives_every_frame_in_order(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)  # the last frame is shared too
+    params = resolve_params(5, block_size=3000)
+    parts = chunks(6, 30_000)
+    pipeline = parallel.FramePipeline(params, threads)
+    finished = []
+    for n, part in enumerate(parts, 1):
+        now = pipeline.add(part)
+        if threads == 1:
+            assert len(now) == 1, "one process encodes each frame as it comes"
+        finished += now
+        assert len(finished) <= n - (threads > 1), "a frame is held until the next one arrives"
+    finished += pipeline.finish()
+    expected = [encode_frame(np.frombuffer(part, dtype=np.uint8), params) for part in parts]
+    assert [(frame, crc) for frame, crc, _ in finished] == expected
+    assert [length for _, _, length in finished] == [len(part) for part in parts]
+    assert pipeline.finish() == []
+
+
+def test_streamed_pieces_with_threads_give_the_same_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream, "FRAME_SIZE", 25_000)
+    monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)
+    data = b"".join(chunks(9, 20_000))
+    serial = bytepair.compress(data, block_size=3000)
+    compressor = bytepair.BytePairCompressor(block_size=3000, threads=2)
+    rng = np.random.default_rng(3)
+    cuts = np.cumsum(rng.integers(1, 40_000, 20))
+    pieces = np.split(np.frombuffer(data, dtype=np.uint8), cuts[cuts < len(data)])
+    out = b"".join(compressor.compress(piece.tobytes()) for piece in pieces) + compressor.flush()
+    assert out == serial
+    assert bytepair.decompress(out) == data
