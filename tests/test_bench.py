@@ -334,3 +334,31 @@ def test_compare_base_from_another_checkout(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert missing.returncode == 1 and "no bytepair package" in missing.stderr
+
+
+PROFILE = REPO / "benchmarks" / "profile_compress.py"
+
+
+def run_profile(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(PROFILE), *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+
+
+def test_profile_reports_every_phase_and_the_step_fit(tmp_path: Path) -> None:
+    (tmp_path / "text.txt").write_bytes(TEXT * 3)
+    (tmp_path / "zeros.bin").write_bytes(bytes(5000))
+    proc = run_profile("--runs", "1", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for phase in ("choosing merges", "indexing new pairs", "the rest of each step", "outside the engine"):
+        assert f"| {phase} |" in out
+    shares = [float(line.rsplit("|", 2)[1].strip().rstrip("%")) for line in out.splitlines() if line.endswith("% |")]
+    assert len(shares) >= 5 and min(shares) >= 0, "every phase is timed inside the total"
+    assert " steps, " in out and "per match" in out
+
+
+def test_profile_refuses_bad_input(tmp_path: Path) -> None:
+    missing = run_profile(str(tmp_path / "missing"))
+    assert missing.returncode == 1 and "missing" in missing.stderr
+    assert run_profile("--runs", "0", str(tmp_path)).returncode == 2
