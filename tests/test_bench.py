@@ -362,3 +362,17 @@ def test_profile_refuses_bad_input(tmp_path: Path) -> None:
     missing = run_profile(str(tmp_path / "missing"))
     assert missing.returncode == 1 and "missing" in missing.stderr
     assert run_profile("--runs", "0", str(tmp_path)).returncode == 2
+
+
+STARTUP = REPO / "benchmarks" / "startup.py"
+
+
+def test_startup_times_both_commands_and_checks_the_output() -> None:
+    command = [sys.executable, str(STARTUP), "--runs", "1"]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| `")]
+    assert len(rows) == 2 and rows[0].endswith("| 1.00x |")
+    assert "bytepair -dc FILE" in rows[1]
+    bad = subprocess.run([sys.executable, str(STARTUP), "--runs", "0"], capture_output=True, cwd=REPO, check=False)
+    assert bad.returncode == 2
