@@ -128,14 +128,14 @@ class FramePipeline:
         if self._held is not None:
             self._start(self._held, last=False)
         self._held = bytes(chunk)
-        return self._finished(wait=False)
+        return self._finished(keep=self._workers)
 
     def finish(self) -> list[Finished]:
         """Encode what is held and wait for every frame; returns those not yet returned."""
         if self._held is not None:
             held, self._held = self._held, None
             self._start(held, last=True)
-        return self._finished(wait=True)
+        return self._finished(keep=0)
 
     def _start(self, chunk: bytes, *, last: bool) -> None:
         running = sum(isinstance(item, Future) and not item.done() for item in self._queue)
@@ -147,12 +147,14 @@ class FramePipeline:
             self._queue.append(encode_frame(np.frombuffer(chunk, dtype=np.uint8), self._params))
         self._lengths.append(len(chunk))
 
-    def _finished(self, *, wait: bool) -> list[Finished]:
+    def _finished(self, *, keep: int) -> list[Finished]:
+        """The frames done at the head of the queue, waiting for the head while more
+        than *keep* frames are queued (so a slow worker cannot make frames pile up)."""
         out: list[Finished] = []
         while self._queue:
             head = self._queue[0]
             if isinstance(head, Future):
-                if not wait and not head.done():
+                if len(self._queue) <= keep and not head.done():
                     break
                 head = head.result()
             self._queue.popleft()

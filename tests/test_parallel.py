@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -51,3 +55,36 @@ def test_streamed_pieces_with_threads_give_the_same_stream(monkeypatch: pytest.M
     out = b"".join(compressor.compress(piece.tobytes()) for piece in pieces) + compressor.flush()
     assert out == serial
     assert bytepair.decompress(out) == data
+
+
+class _SlowFuture(Future):  # type: ignore[type-arg]
+    """A worker's frame that is never done until asked for: the slowest worker there is."""
+
+    def __init__(self, job: Callable[..., Any], *args: Any) -> None:
+        super().__init__()
+        self._job, self._args = job, args
+
+    def done(self) -> bool:
+        return False
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self._job(*self._args)
+
+
+class _SlowPool:
+    def submit(self, job: Callable[..., Any], *args: Any) -> _SlowFuture:
+        return _SlowFuture(job, *args)
+
+
+def test_a_slow_worker_does_not_make_frames_pile_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "_shared_pool", lambda workers: _SlowPool())
+    params = resolve_params(5, block_size=3000)
+    parts = chunks(8, 20_000)
+    pipeline = parallel.FramePipeline(params, 2)
+    finished = []
+    for part in parts:
+        finished += pipeline.add(part)
+        assert len(pipeline._queue) <= 2, "at most threads frames wait behind the head, plus the one held"
+    finished += pipeline.finish()
+    expected = [encode_frame(np.frombuffer(part, dtype=np.uint8), params) for part in parts]
+    assert [(frame, crc) for frame, crc, _ in finished] == expected
