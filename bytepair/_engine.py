@@ -322,7 +322,7 @@ class _Batch:
         blocks = block_of[pos]
         kept = self.gn = 0
         index_pos = ws.buffer("index_pos", n + 16, np.int32)
-        ws.buffer("index_run", n + 16, np.uint16)
+        ws.buffer("index_run", n + 16, np.uint16)  # run lengths beside index_pos; both grow later
         if len(pos):
             head = np.empty(len(pos), dtype=np.bool_)
             head[0] = True
@@ -380,7 +380,7 @@ class _Batch:
                 self._check_counts()
             while len(active):
                 step += 1
-                active = self._step(step, active)
+                active = self._step(active)
                 if check_counts:
                     self._check_counts()
                 if on_step is not None and len(active):
@@ -496,7 +496,7 @@ class _Batch:
             None,
         )
 
-    def _step(self, step: int, active: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    def _step(self, active: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         ws = self.ws
         n = self.n
         threshold = self.threshold
