@@ -25,7 +25,7 @@ def compress(
 
     *level* (1-9) picks a preset; *block_size*, *max_distinct*, *threshold* and
     *escape_limit* override the preset's values (see ``bytepair.LEVELS``). *threads* other than
-    1 encodes frames in that many worker processes (0 = one per core).
+    1 encodes frames in that many processes, this one included (0 = one per core).
     """
     compressor = BytePairCompressor(
         level,
