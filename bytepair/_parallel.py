@@ -72,26 +72,27 @@ class FrameEncoder:
     """Encodes frames one after another, each with up to ``threads`` processes."""
 
     def __init__(self, params: Params, threads: int) -> None:
-        self._params = params
-        self._workers = resolve_threads(threads)
+        self.params = params
+        self.workers = resolve_threads(threads)
+        """Processes, this one included."""
 
     def encode(self, chunk: bytes | bytearray | memoryview) -> tuple[bytes, int]:
         """The frame for *chunk* and the CRC-32 of *chunk*."""
         data = np.frombuffer(chunk, dtype=np.uint8)
-        if self._workers == 1 or len(data) < 2 * MIN_SHARE:
-            return encode_frame(data, self._params)
-        return encode_frame(data, self._params, self._run_parallel)
+        if self.workers == 1 or len(data) < 2 * MIN_SHARE:
+            return encode_frame(data, self.params)
+        return encode_frame(data, self.params, self._run_parallel)
 
     def _run_parallel(
         self, data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params
     ) -> EncodedBlocks:
-        groups = min(self._workers, len(data) // MIN_SHARE, len(bounds) - 1)
+        groups = min(self.workers, len(data) // MIN_SHARE, len(bounds) - 1)
         # cut at the block boundaries nearest to equal shares of bytes
         targets = np.arange(1, groups) * (len(data) / groups)
         cuts = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1])))
         shares = [(int(bounds[a]), int(bounds[b]), bounds[a : b + 1] - bounds[a]) for a, b in itertools.pairwise(cuts)]
         # this process encodes the first share itself while the workers take the others
-        pool = _shared_pool(self._workers - 1)
+        pool = _shared_pool(self.workers - 1)
         jobs = [pool.submit(_engine_job, data[lo:hi].tobytes(), local, params) for lo, hi, local in shares[1:]]
         lo, hi, local = shares[0]
         here = run_engine(data[lo:hi], local, params)
@@ -113,8 +114,6 @@ class FramePipeline:
     """
 
     def __init__(self, params: Params, threads: int) -> None:
-        self._params = params
-        self._workers = resolve_threads(threads)
         self._encoder = FrameEncoder(params, threads)
         self._held: bytes | None = None
         self._queue: collections.deque[Future[tuple[bytes, int]] | tuple[bytes, int]] = collections.deque()
@@ -122,13 +121,13 @@ class FramePipeline:
 
     def add(self, chunk: bytes | bytearray | memoryview) -> list[Finished]:
         """Take *chunk* as the next frame's content; returns the frames finished so far."""
-        if self._workers == 1:
+        if self._encoder.workers == 1:
             frame, crc = self._encoder.encode(chunk)
             return [(frame, crc, len(chunk))]
         if self._held is not None:
             self._start(self._held, last=False)
         self._held = bytes(chunk)
-        return self._finished(keep=self._workers)
+        return self._finished(keep=self._encoder.workers)
 
     def finish(self) -> list[Finished]:
         """Encode what is held and wait for every frame; returns those not yet returned."""
@@ -141,10 +140,10 @@ class FramePipeline:
         running = sum(isinstance(item, Future) and not item.done() for item in self._queue)
         if last:  # shared block by block; the workers' shares wait for their frames
             self._queue.append(self._encoder.encode(chunk))
-        elif running < self._workers - 1:
-            self._queue.append(_shared_pool(self._workers - 1).submit(_frame_job, chunk, self._params))
+        elif running < self._encoder.workers - 1:
+            self._queue.append(_shared_pool(self._encoder.workers - 1).submit(_frame_job, chunk, self._encoder.params))
         else:
-            self._queue.append(encode_frame(np.frombuffer(chunk, dtype=np.uint8), self._params))
+            self._queue.append(encode_frame(np.frombuffer(chunk, dtype=np.uint8), self._encoder.params))
         self._lengths.append(len(chunk))
 
     def _finished(self, *, keep: int) -> list[Finished]:
