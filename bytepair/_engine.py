@@ -373,6 +373,7 @@ class _Batch:
     # -- the main loop --------------------------------------------------------
 
     def run(self, on_step: StepObserver | None, check_counts: bool) -> EncodedBlocks:
+        finished = False
         try:
             active = np.arange(self.k, dtype=np.int64)
             step = 0
@@ -385,12 +386,11 @@ class _Batch:
                     self._check_counts()
                 if on_step is not None and len(active):
                     self._report(step, on_step)
-            return self._result()
-        except BaseException:
-            self._reset_tables(everything=True)  # the tables may be half updated
-            raise
+            result = self._result()
+            finished = True
+            return result
         finally:
-            self._reset_tables()
+            self._reset_tables(everything=not finished)  # after an error the tables may be half updated
 
     def _choose_one(self, active: npt.NDArray[np.int64]) -> _Choice:
         """Gage's choice: the most frequent pair of every active block, and its code."""
