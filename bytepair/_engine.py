@@ -229,7 +229,8 @@ class _Choice:
         """The blocks that made a merge: they go on to the next step."""
         if len(self.block) < 2:
             return self.block
-        first = np.ones(len(self.block), dtype=np.bool_)
+        first = np.empty(len(self.block), dtype=np.bool_)
+        first[0] = True
         np.not_equal(self.block[1:], self.block[:-1], out=first[1:])
         return self.block[first]
 
@@ -358,14 +359,17 @@ class _Batch:
         """
         if not len(pos):
             return
-        order = np.argsort(cells.astype(np.uint16), kind="stable")
+        order = cells.astype(np.uint16).argsort(kind="stable")
         cells = cells[order]
         head = np.empty(len(cells), dtype=np.bool_)
         head[0] = True
         np.not_equal(cells[1:], cells[:-1], out=head[1:])
-        starts = np.flatnonzero(head)
+        starts = head.nonzero()[0]
+        lengths = np.empty_like(starts)
+        np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
+        lengths[-1] = len(cells) - starts[-1]
         end = self.gn + len(pos)
-        self._record_runs(cells[starts], starts + self.gn, np.diff(starts, append=len(cells)), end)
+        self._record_runs(cells[starts], starts + self.gn, lengths, end)
         gpos = self.ws.grow("index_pos", self.gn, end)
         gpos[self.gn : end] = pos[order]
         self.gn = end
@@ -424,7 +428,7 @@ class _Batch:
         has_fresh = n_used < self.n_free[active]
         code = self.fresh_codes[active, np.minimum(n_used, 255)]
         ok = has_fresh & (count >= self.threshold)
-        if self.recycle and not has_fresh.all():
+        if self.recycle and np.count_nonzero(has_fresh) < len(has_fresh):
             unused = self.symcount[active] == 0
             recycled = 255 - unused[:, ::-1].argmax(axis=1)
             can_recycle = unused[np.arange(len(active)), recycled] & (self.n_recycled[active] < MAX_RECYCLED)
@@ -469,7 +473,7 @@ class _Batch:
         clash &= _EARLIER[:n_best, :n_best]
         take &= ~clash.any(axis=2)
         take &= ok0[:, None]
-        slot = np.cumsum(take, axis=1, dtype=np.int64)
+        slot = np.add.accumulate(take, axis=1, dtype=np.int64)
         slot -= 1
         n_used = self.n_used[active]
         # further pairs take fresh codes, and only while codes are plentiful: near the end
@@ -477,12 +481,13 @@ class _Batch:
         plenty = self.n_free[active] - n_used > self.merges_per_step
         take &= (slot < self.merges_per_step) & plenty[:, None]
         take[:, 0] = ok0
-        chosen = np.flatnonzero(take)
+        chosen = take.reshape(-1).nonzero()[0]
         owner = chosen // n_best
         code = self.fresh_codes.reshape(-1)[
             active[owner] * 256 + np.minimum(n_used[owner] + slot.reshape(-1)[chosen], 255)
         ]
-        has_fresh = np.ones(len(chosen), dtype=np.bool_)
+        has_fresh = np.empty(len(chosen), dtype=np.bool_)
+        has_fresh.fill(True)
         first = chosen % n_best == 0
         code[first] = code0[ok0]
         has_fresh[first] = has_fresh0[ok0]
@@ -517,9 +522,9 @@ class _Batch:
         merged = table_at + left * 256 + right
         lo = ws.run_at[merged].astype(np.int64)
         found = ws.buffer("index_run", self.gn, np.uint16)[lo].astype(np.int64)
-        owner = np.repeat(np.arange(len(active), dtype=np.int64), found)
+        owner = np.arange(len(active), dtype=np.int64).repeat(found)
         # entry e of owner o's run sits at lo[o] + (e - first entry of o)
-        skip = lo - np.cumsum(found) + found
+        skip = lo - np.add.accumulate(found) + found
         at = np.arange(len(owner), dtype=np.int64)
         at += skip[owner]
         # positions are stored in 32 bits but used as int64: numpy converts any other
@@ -531,7 +536,7 @@ class _Batch:
         after = nxt[cand].astype(np.int64)
         live = val[cand] == left.astype(np.int16)[owner]  # compared in val's own type
         live &= val[after] == right.astype(np.int16)[owner]
-        kept = np.flatnonzero(live)
+        kept = live.nonzero()[0]
         cand = cand[kept]
         after = after[kept]
         owner = owner[kept]
@@ -540,10 +545,10 @@ class _Batch:
         if len(cand) > 1:
             chained = np.zeros(len(cand), dtype=np.bool_)
             np.equal(after[:-1], cand[1:], out=chained[1:])
-            if chained.any():
+            if np.count_nonzero(chained):
                 idx = np.arange(len(cand))
                 run_start = np.maximum.accumulate(np.where(chained, 0, idx))
-                kept = np.flatnonzero((idx - run_start) % 2 == 0)
+                kept = ((idx - run_start) % 2 == 0).nonzero()[0]
                 cand = cand[kept]
                 after = after[kept]
                 owner = owner[kept]
