@@ -110,13 +110,13 @@ def restore_escapes(
     found must number exactly ``count``; anything else is damage (the caller
     discards *out*). Runs of blocks of about ``_RESTORE_RUN`` bytes at a time.
     """
-    if not esc.count.any():
+    if not np.count_nonzero(esc.count):
         return
     bounds = np.zeros(len(orig_len) + 1, dtype=np.int64)
-    np.cumsum(orig_len, out=bounds[1:])
+    orig_len.cumsum(out=bounds[1:])
     for lo, hi in itertools.pairwise(run_edges(orig_len, _RESTORE_RUN)):
         run = esc.blocks(lo, hi)
-        if run.count.any():
+        if np.count_nonzero(run.count):
             _restore_run(out[bounds[lo] : bounds[hi]], bounds[lo : hi + 1] - bounds[lo], run, first_block + lo)
 
 
@@ -124,17 +124,18 @@ def _restore_run(out: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], esc:
     """``restore_escapes`` for one run of blocks starting at *bounds* within *out*."""
     escaping = esc.count > 0
     marks = esc.mark[escaping]
-    every = bool(escaping.all())
-    if every and bool((marks == marks[0]).all()):  # one mark for all: no per-byte mark needed
-        found = np.flatnonzero(out == marks[0])
+    every = len(marks) == len(escaping)
+    if every and np.count_nonzero(marks != marks[0]) == 0:  # one mark for all: no per-byte mark needed
+        found = (out == marks[0]).nonzero()[0]
     else:
-        found = np.flatnonzero(out == np.repeat(esc.mark, np.diff(bounds)))
+        found = (out == esc.mark.repeat(bounds[1:] - bounds[:-1])).nonzero()[0]
     # found is sorted: each block's share is a range of it
-    per_block = np.diff(np.searchsorted(found, bounds))
+    ends = found.searchsorted(bounds)
+    per_block = ends[1:] - ends[:-1]
     if not every:  # a block without escapes has no mark: drop what its bytes matched
-        found = found[np.repeat(escaping, per_block)]
+        found = found[escaping.repeat(per_block)]
         per_block[~escaping] = 0
-    bad = np.flatnonzero(per_block != esc.count)
+    bad = (per_block != esc.count).nonzero()[0]
     if len(bad):
         b = int(bad[0])
         raise CorruptDataError(

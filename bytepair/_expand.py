@@ -110,7 +110,8 @@ def _chunks(
         head = src + second
     else:
         head = src
-    first = np.cumsum(count) - count
+    first = count.cumsum()
+    first -= count
     # word positions as a cumulative sum of steps: 16 inside a copy, the second
     # word's offset after the first, a jump from one copy's last word to the next's head
     step = np.full(int(first[-1] + count[-1]), _W, dtype=np.int64)
@@ -119,8 +120,8 @@ def _chunks(
         step[first[multi] + 1] = second[multi]
     step[first[1:]] = head[1:] - (src[:-1] + last[:-1])
     step[0] = head[0]
-    words_src = np.cumsum(step, out=step)
-    words_dst = np.repeat(dst - src, count)
+    words_src = step.cumsum(out=step)
+    words_dst = (dst - src).repeat(count)
     words_dst += words_src
     return words_src, words_dst, first
 
@@ -139,7 +140,7 @@ class _Resolved:
         nb = len(t.orig_len)
         m_total = len(t.code)
         self.m_total = m_total
-        self.block_of_merge = np.repeat(np.arange(nb, dtype=np.int64), t.n_merges)
+        self.block_of_merge = np.arange(nb, dtype=np.int64).repeat(t.n_merges)
         base = self.block_of_merge * 256
         slots = np.empty((m_total, 2), dtype=np.int64)
         slots[:, 0] = t.left
@@ -151,7 +152,7 @@ class _Resolved:
         n_fresh = int(t.n_fresh.sum())
         self.is_fresh: npt.NDArray[np.bool_] | None = None  # None: all merges are fresh
         if n_fresh != m_total:
-            first_recycled = np.cumsum(t.n_merges) - t.n_merges + t.n_fresh
+            first_recycled = t.n_merges.cumsum() - t.n_merges + t.n_fresh
             self.is_fresh = self.ids < first_recycled[self.block_of_merge]
         self.final: npt.NDArray[np.int32] | None = None
         # a table of 256 entries per block, unless blocks are so small and so many
@@ -187,14 +188,14 @@ class _Resolved:
             raise CorruptDataError("pair table lists a fresh code twice")
         ops = table[self.slots].astype(np.int64)
         # a fresh code defined by this merge or a later one: a self-reference or a cycle
-        if (np.maximum(ops[:, 0], ops[:, 1]) >= 256 + self.ids).any():
+        if np.count_nonzero(np.maximum(ops[:, 0], ops[:, 1]) >= 256 + self.ids):
             raise self._fresh_error(t, ops >= (256 + self.ids)[:, None])
         if fresh is not None:
             # recycled codes come after all fresh ones in a block: the latest earlier
             # recycled definition of an operand, if any, overrides the fresh one
-            recycled = np.flatnonzero(~fresh)
+            recycled = (~fresh).nonzero()[0]
             r_slot = self.defined[recycled]
-            order = np.argsort(r_slot, kind="stable")
+            order = r_slot.argsort(kind="stable")
             recycled = recycled[order]
             r_slot = r_slot[order]
             span = self.m_total + 1
@@ -202,13 +203,13 @@ class _Resolved:
             touched = np.zeros(nb * 256, dtype=np.bool_)
             touched[r_slot] = True
             flat_slots = self.slots.ravel()
-            hit = np.flatnonzero(touched[flat_slots])
+            hit = touched[flat_slots].nonzero()[0]
             q_slot = flat_slots[hit]
             at = np.searchsorted(keys, q_slot * span + (hit >> 1)) - 1
             at_ok = np.maximum(at, 0)
             found = (at >= 0) & (r_slot[at_ok] == q_slot)
             ops.ravel()[hit[found]] = 256 + recycled[at[found]]
-            latest = np.flatnonzero(r_slot[1:] != r_slot[:-1])
+            latest = (r_slot[1:] != r_slot[:-1]).nonzero()[0]
             latest = np.append(latest, len(r_slot) - 1)
             table[r_slot[latest]] = 256 + recycled[latest]
         self.final = table
@@ -289,14 +290,14 @@ def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64],
         np.add(length.take(left), length.take(right), out=new_len)
         np.minimum(new_len, cap, out=new_len)
         np.not_equal(new_len, merge_len, out=changed)
-        if not changed.any():
+        if not np.count_nonzero(changed):
             break
         # the nodes that change in a pass are among those that changed in the one
         # before (every merge changes in the first), so counting gives the depth
         merge_depth += changed
         merge_len[...] = new_len
     too_long = length[256:] > block_len
-    if too_long.any():
+    if np.count_nonzero(too_long):
         m = int(np.argmax(too_long))
         raise CorruptDataError(
             f"block {t.first_block + int(res.block_of_merge[m])}: pair code {int(t.code[m])} "
@@ -317,16 +318,16 @@ def _lay_out(
     copy per depth level fills that level from the finished ones before it.
     """
     m_total = len(ops)
-    by_depth = np.argsort(depth[256:], kind="stable")  # a radix sort for 16-bit depths
+    by_depth = depth[256:].argsort(kind="stable")  # a radix sort for 16-bit depths
     sizes = length[256:][by_depth]
-    starts = np.cumsum(sizes)
+    starts = sizes.cumsum()
     starts += 256 - sizes
     offset = np.arange(256 + m_total, dtype=np.int64)
     offset[256 + by_depth] = starts
     buf = np.empty(256 + node_bytes + _W, dtype=np.uint8)
     buf[:256] = np.arange(256, dtype=np.uint8)
     # each node is two copies, its left operand's bytes then its right one's
-    operands = np.take(ops, by_depth, axis=0)  # much faster than ops[by_depth] for rows
+    operands = ops.take(by_depth, axis=0)  # much faster than ops[by_depth] for rows
     piece_len = length[operands]
     piece_src = offset[operands].ravel()
     piece_dst = np.empty_like(piece_len)
@@ -335,7 +336,7 @@ def _lay_out(
     piece_dst[:, 1] += piece_len[:, 0]
     piece_len = piece_len.ravel()
     # where each depth level's pieces start (merges have depth 1 or more)
-    level_at = 2 * np.cumsum(np.bincount(depth[256:])[1:-1])
+    level_at = 2 * np.bincount(depth[256:])[1:-1].cumsum()
     if not ordered_writes():  # byte by byte: the pieces are back to back from byte 256
         byte_src = concat_ranges(piece_src, piece_len)
         level_end = piece_dst.ravel()[level_at] - 256
@@ -361,7 +362,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     """Decode a run of blocks: in Python when it is small (``SMALL_RUN``), else with a fixed
     number of numpy calls per depth level and per ~64K payload bytes, about
     ``MERGES_PER_RUN`` merges at a time."""
-    if np.any(t.payload_len < 1) or np.any(t.payload_len > t.orig_len):
+    if np.count_nonzero(t.payload_len < 1) or np.count_nonzero(t.payload_len > t.orig_len):
         raise CorruptDataError("a block's payload is empty or longer than the block")
     if not len(t.code):  # stored blocks only: the payload is the data
         wrong = t.payload_len != t.orig_len
@@ -446,7 +447,7 @@ class _Payloads:
         self.t = t
         self.res = res
         self.payload_at = np.zeros(nb + 1, dtype=np.int64)
-        np.cumsum(t.payload_len, out=self.payload_at[1:])
+        t.payload_len.cumsum(out=self.payload_at[1:])
         n_syms = int(self.payload_at[-1])
         self.nodes: npt.NDArray[np.int32] | None = None
         self.lengths = np.zeros(0, dtype=np.uint32)
@@ -454,7 +455,7 @@ class _Payloads:
             # node ids fit in 32 bits: at most 256 + 255 merges per block
             self.nodes = np.empty(n_syms, dtype=np.int32)
             for lo, hi, blocks, _ in self._groups():
-                key = np.repeat(np.arange(blocks.start * 256, blocks.stop * 256, 256), self._shares(lo, hi, blocks))
+                key = np.arange(blocks.start * 256, blocks.stop * 256, 256).repeat(self._shares(lo, hi, blocks))
                 key += t.payload[lo:hi]  # (block, byte value): what the byte means at the end of its block
                 self.nodes[lo:hi] = res.final_nodes(key)
         self.scratch = per_thread(_Scratch)
@@ -512,7 +513,7 @@ class _Payloads:
         place, in order, then the rest of the symbols longer than a word."""
         t = self.t
         block_at = np.zeros(len(t.orig_len) + 1, dtype=np.int64)
-        np.cumsum(t.orig_len, out=block_at[1:])
+        t.orig_len.cumsum(out=block_at[1:])
         n = int(block_at[-1])
         out_buf = np.empty(n + _W, dtype=np.uint8)
         node_words = _words(buf)[offset]  # the first 16 bytes of every node's expansion
@@ -555,18 +556,18 @@ class _Payloads:
             tables = slice(256 * b, 256 * b + 256)
             # this block's output, as words starting at each of its bytes
             block = out_buf[bounds[b] : bounds[b + 1] + _W]
-            np.take(lengths[tables], symbols, out=sym_len[:m], mode="clip")
+            lengths[tables].take(symbols, out=sym_len[:m], mode="clip")
             at[0] = 0
-            np.cumsum(sym_len[: m - 1], out=at[1:m])
+            sym_len[: m - 1].cumsum(out=at[1:m])
             total = int(at[m - 1] + sym_len[m - 1])
             if total != orig_len[b]:
                 raise self._length_error(b, total)
             if not ordered:
                 block[:-_W] = buf[concat_ranges(starts[tables][symbols], sym_len[:m])]
                 continue
-            _words(block)[at[:m]] = np.take(words[tables], symbols, out=word[:m], mode="clip")
+            _words(block)[at[:m]] = words[tables].take(symbols, out=word[:m], mode="clip")
             if long_ones[b]:
-                long = np.flatnonzero(sym_len[:m] > _W)
+                long = (sym_len[:m] > _W).nonzero()[0]
                 long_src.append(starts[tables][symbols[long]])
                 long_dst.append(at[long] + bounds[b])
                 long_len.append(sym_len[long])
@@ -597,7 +598,7 @@ class _Payloads:
         for lo in range(0, len(nodes), _GROUP):
             group_nodes = nodes[lo : lo + _GROUP]
             group_len = self.lengths.take(group_nodes)
-            at = np.cumsum(group_len, dtype=np.int64)
+            at = group_len.cumsum(dtype=np.int64)
             at -= group_len
             at += written
             written = int(at[-1] + group_len[-1])
@@ -606,7 +607,7 @@ class _Payloads:
                 continue
             out_words[at] = node_words[group_nodes]
             if long_ones:
-                long = np.flatnonzero(group_len > _W)
+                long = (group_len > _W).nonzero()[0]
                 src, dst, _ = _chunks(offset[group_nodes[long]], at[long], group_len[long].astype(np.int64), True)
                 _copy_words(out_words, dst, _words(buf), src)
         if t.escapes is not None:

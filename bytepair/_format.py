@@ -254,7 +254,7 @@ def _unpack_code_set_run(
     bitmap = kind == CODE_SET_BITMAP
     n_runs = np.where(bitmap, 0, kind)
     # runs need codes and codes need runs (or a bitmap); a bitmap needs codes
-    bad = np.flatnonzero((n_runs > MAX_RUNS) | ((kind == 0) == (n_fresh > 0)))
+    bad = ((n_runs > MAX_RUNS) | ((kind == 0) == (n_fresh > 0))).nonzero()[0]
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible code-set header")
     n_bitmaps = int(np.count_nonzero(bitmap))
@@ -263,53 +263,53 @@ def _unpack_code_set_run(
     elif n_bitmaps == nb:
         run_bytes, map_bytes = blob[:0], blob
     else:
-        in_map = np.repeat(bitmap, np.where(bitmap, 32, 2 * n_runs))
+        in_map = bitmap.repeat(np.where(bitmap, 32, 2 * n_runs))
         run_bytes, map_bytes = blob[~in_map], blob[in_map]
     codes = np.empty(int(n_fresh.sum()), dtype=np.uint8)
     in_runs = ~bitmap
     if n_bitmaps == 0:
         run_codes = codes
     else:
-        fresh_start = np.cumsum(n_fresh) - n_fresh
+        fresh_start = n_fresh.cumsum() - n_fresh
         run_codes = np.empty(int(n_fresh[in_runs].sum()), dtype=np.uint8)
 
     # runs: walking down from 255, skip `skip` values, then take `take` as codes
     runs = run_bytes.reshape(-1, 2).astype(np.int64)
     skip, take = runs[:, 0], runs[:, 1]
-    run_owner = np.repeat(np.arange(nb, dtype=np.int64), n_runs)
+    run_owner = np.arange(nb, dtype=np.int64).repeat(n_runs)
     stride = skip + take
-    walked = np.cumsum(stride)
+    walked = stride.cumsum()
     took = np.bincount(run_owner, weights=take, minlength=nb)
     span = np.bincount(run_owner, weights=stride, minlength=nb)
-    bad = np.flatnonzero(in_runs & ((took != n_fresh) | (span > 256)))
+    bad = (in_runs & ((took != n_fresh) | (span > 256))).nonzero()[0]
     if len(take) and take.min() < 1:
         bad = np.append(bad, run_owner[int(np.argmin(take))])
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad.min())}: fresh code runs do not describe its codes")
     if len(take):
         # the walk restarts at each block: subtract what the blocks before it walked
-        block_walked = np.cumsum(span.astype(np.int64))
-        walked -= np.repeat(block_walked - span.astype(np.int64), n_runs)
+        block_walked = span.astype(np.int64).cumsum()
+        walked -= (block_walked - span.astype(np.int64)).repeat(n_runs)
         top = 255 - (walked - take)  # first code of each run
         # codes descend by one inside a run and jump to the next run's top
         step = np.full(len(run_codes), -1, dtype=np.int64)
-        step[np.cumsum(take) - take] = top - np.concatenate(([0], top[:-1] - take[:-1] + 1))
-        run_codes[:] = np.cumsum(step, out=step)
+        step[take.cumsum() - take] = top - np.concatenate(([0], top[:-1] - take[:-1] + 1))
+        run_codes[:] = step.cumsum(out=step)
     if n_bitmaps:
         fresh_in_runs = n_fresh * in_runs
         codes[
-            np.repeat(fresh_start - (np.cumsum(fresh_in_runs) - fresh_in_runs), fresh_in_runs)
+            (fresh_start - (fresh_in_runs.cumsum() - fresh_in_runs)).repeat(fresh_in_runs)
             + np.arange(len(run_codes))
         ] = run_codes
         maps = map_bytes.reshape(-1, 32)
         flags = np.unpackbits(maps, axis=1)  # column i is byte value 255 - i
         counted = flags.sum(axis=1, dtype=np.int64)
-        bad = np.flatnonzero(counted != n_fresh[bitmap])
+        bad = (counted != n_fresh[bitmap]).nonzero()[0]
         if len(bad):
             raise CorruptDataError(
                 f"block {first_block + int(np.flatnonzero(bitmap)[bad[0]])}: code bitmap does not match its code count"
             )
-        _rows, cols = np.nonzero(flags)
+        _rows, cols = flags.nonzero()
         codes[concat_ranges(fresh_start[bitmap], n_fresh[bitmap])] = 255 - cols
     return codes
 
@@ -378,7 +378,7 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
     if at != len(raw):
         raise CorruptDataError(f"{where}: {len(raw) - at} bytes after the last payload")
 
-    bad = np.flatnonzero((orig_len < 1) | (payload_len < 1) | (payload_len > orig_len) | (n_escaped > orig_len))
+    bad = ((orig_len < 1) | (payload_len < 1) | (payload_len > orig_len) | (n_escaped > orig_len)).nonzero()[0]
     if len(bad):
         raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible lengths in the block header")
     if int(orig_len.sum()) != h.orig_size:
@@ -392,9 +392,9 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
         # a block's merges are its fresh ones then its recycled ones: each fresh merge
         # moves past the recycled merges of the blocks before it, and vice versa
         m_total = int(n_merges.sum())
-        fresh_at = np.repeat(np.cumsum(n_recycled) - n_recycled, n_fresh)
+        fresh_at = (n_recycled.cumsum() - n_recycled).repeat(n_fresh)
         fresh_at += np.arange(len(fresh), dtype=np.int64)
-        recycled_at = np.repeat(np.cumsum(n_fresh), n_recycled)
+        recycled_at = n_fresh.cumsum().repeat(n_recycled)
         recycled_at += np.arange(len(recycled), dtype=np.int64)
         code = np.empty(m_total, dtype=np.uint8)
         left = np.empty(m_total, dtype=np.uint8)

@@ -74,10 +74,10 @@ def concat_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64])
     idx = np.ones(total, dtype=np.int64)
     if total == 0:
         return idx
-    heads = np.cumsum(lengths[:-1])
+    heads = lengths[:-1].cumsum()
     idx[0] = starts[0]
     idx[heads] = starts[1:] - starts[:-1] - lengths[:-1] + 1
-    return np.cumsum(idx, out=idx)
+    return idx.cumsum(out=idx)
 
 
 def run_edges(weights: npt.NDArray[np.int64], per_run: int) -> list[int]:
@@ -87,5 +87,5 @@ def run_edges(weights: npt.NDArray[np.int64], per_run: int) -> list[int]:
     Work that needs memory per unit of weight goes run by run, so that no frame,
     however its blocks are made, needs more than a run's worth at once.
     """
-    run_of_block = np.cumsum(weights) // per_run
-    return [0, *(np.flatnonzero(np.diff(run_of_block)) + 1).tolist(), len(weights)]
+    run_of_block = weights.cumsum() // per_run
+    return [0, *((run_of_block[1:] != run_of_block[:-1]).nonzero()[0] + 1).tolist(), len(weights)]
