@@ -542,8 +542,9 @@ class _Batch:
         owner = owner[kept]
 
         # 5. overlapping runs (left == right): keep every other match, left to right
-        if len(cand) > 1:
-            chained = np.zeros(len(cand), dtype=np.bool_)
+        if len(cand) > 1 and np.count_nonzero(left == right):
+            chained = np.empty(len(cand), dtype=np.bool_)
+            chained[0] = False
             np.equal(after[:-1], cand[1:], out=chained[1:])
             if np.count_nonzero(chained):
                 idx = np.arange(len(cand))
