@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+import io
 
 from ._errors import CorruptDataError, TruncatedDataError
 from ._format import MAGIC
@@ -47,7 +47,9 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     if max_length is not None and max_length < 0:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
     buf = as_byte_view(data)
-    parts: list[np.ndarray] = []
+    # frames are copied into one growing buffer as they come, and dropped: its
+    # getvalue() hands that buffer over without another copy
+    out = io.BytesIO()
     produced = 0
     pos = 0
     while True:
@@ -55,8 +57,7 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
         parser.produced_before = produced
         for end, frame in parser.frames(buf, pos):
             pos = end
-            if len(frame):
-                parts.append(frame)
+            out.write(frame.data)
         if not parser.done:
             raise TruncatedDataError(
                 "compressed data ends before the end of the stream"
@@ -68,4 +69,4 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
         tail = bytes(buf[pos : pos + len(MAGIC)])
         if tail != MAGIC[: len(tail)]:
             raise CorruptDataError(f"data after the end of the stream at byte {pos} is not a bytepair stream")
-    return b"".join(p.data for p in parts)
+    return out.getvalue()

@@ -298,8 +298,7 @@ def _unpack_code_set_run(
     if n_bitmaps:
         fresh_in_runs = n_fresh * in_runs
         codes[
-            (fresh_start - (fresh_in_runs.cumsum() - fresh_in_runs)).repeat(fresh_in_runs)
-            + np.arange(len(run_codes))
+            (fresh_start - (fresh_in_runs.cumsum() - fresh_in_runs)).repeat(fresh_in_runs) + np.arange(len(run_codes))
         ] = run_codes
         maps = map_bytes.reshape(-1, 32)
         flags = np.unpackbits(maps, axis=1)  # column i is byte value 255 - i
