@@ -601,9 +601,11 @@ class _Batch:
         stale = held_max[rowslot[held_max] == entry]
         rowmax[stale] = counts.reshape(-1, 256)[stale].max(axis=1)
         np.add.at(counts, inc, np.uint16(1))
+        # the trash cell took the changes of neighbours that are not there: empty it
+        # before reading counts back, so its entries reach no row maximum and no index
+        counts[trash] = 0
         inc_count = counts[inc]
         np.maximum.at(rowmax, inc >> 8, inc_count)
-        counts[trash : trash + 256] = 0
         rowmax[trash >> 8] = 0
 
         # 7. rewrite the sequence
@@ -632,7 +634,6 @@ class _Batch:
         # pair comes from one side of one merge's matches, so its entries are in
         # position order.
         new = inc_count >= threshold
-        new &= inc < trash
         self._append_index(np.concatenate((np.where(p_is_partner, pp, p), i))[new], inc[new])
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
