@@ -280,7 +280,7 @@ def _unpack_code_set_run(
     stride = skip + take
     walked = stride.cumsum()
     took = np.bincount(run_owner, weights=take, minlength=nb)
-    span = np.bincount(run_owner, weights=stride, minlength=nb)
+    span = np.bincount(run_owner, weights=stride, minlength=nb).astype(np.int64)
     bad = (in_runs & ((took != n_fresh) | (span > 256))).nonzero()[0]
     if len(take) and take.min() < 1:
         bad = np.append(bad, run_owner[int(np.argmin(take))])
@@ -288,8 +288,8 @@ def _unpack_code_set_run(
         raise CorruptDataError(f"block {first_block + int(bad.min())}: fresh code runs do not describe its codes")
     if len(take):
         # the walk restarts at each block: subtract what the blocks before it walked
-        block_walked = span.astype(np.int64).cumsum()
-        walked -= (block_walked - span.astype(np.int64)).repeat(n_runs)
+        block_walked = span.cumsum()
+        walked -= (block_walked - span).repeat(n_runs)
         top = 255 - (walked - take)  # first code of each run
         # codes descend by one inside a run and jump to the next run's top
         step = np.full(len(run_codes), -1, dtype=np.int64)
