@@ -548,8 +548,12 @@ class _Batch:
             np.equal(after[:-1], cand[1:], out=chained[1:])
             if np.count_nonzero(chained):
                 idx = np.arange(len(cand))
-                run_start = np.maximum.accumulate(np.where(chained, 0, idx))
-                kept = ((idx - run_start) % 2 == 0).nonzero()[0]
+                # a match's distance from the start of its chain, in place: even ones stay
+                from_start = np.where(chained, 0, idx)
+                np.maximum.accumulate(from_start, out=from_start)
+                np.subtract(idx, from_start, out=from_start)
+                from_start &= 1
+                kept = (from_start == 0).nonzero()[0]
                 cand = cand[kept]
                 after = after[kept]
                 owner = owner[kept]
@@ -561,8 +565,8 @@ class _Batch:
         p = prv[i].astype(np.int64)
         q = nxt[j].astype(np.int64)
         pp = prv[p].astype(np.int64)
-        m_code = code[owner]
-        val[i] = m_code + _MARK
+        m_code = (code + _MARK).astype(np.int16)[owner]  # in val's own type: no cast when stored
+        val[i] = m_code
         val_p = val[p].astype(np.int64)  # p is never a match: its value is the old one
         val_q = val[q].astype(np.int64)
         val_pp = val[pp].astype(np.int64)
@@ -609,6 +613,7 @@ class _Batch:
         rowmax[trash >> 8] = 0
 
         # 7. rewrite the sequence
+        m_code -= _MARK
         val[i] = m_code
         val[j] = _DEAD
         nxt[i] = q
