@@ -350,16 +350,20 @@ class _Batch:
         self.ws.run_at[cells] = starts
         self.ws.grow("index_run", self.gn, end)[starts] = lengths
 
-    def _append_index(self, pos: npt.NDArray[np.int64], cells: npt.NDArray[np.int64]) -> None:
-        """Index new occurrences at *pos*, of the (block, pair) *cells*.
+    def _append_index(self, pos: npt.NDArray[np.int64], cells: npt.NDArray[np.int64], n_before: int) -> None:
+        """Index new occurrences at *pos*, of the (block, pair) *cells*: the first *n_before*
+        are pairs (neighbour, code), the rest pairs (code, neighbour).
 
-        Each cell's occurrences must come in position order, and only its own
-        (they do: a new pair comes from one side of one merge's matches). A stable
-        radix sort by pair then makes each cell's entries one run.
+        Entries come grouped by side and merge, each group in position order, and
+        a cell's entries all come from one group (one side of one merge's matches).
+        So a stable radix sort by the neighbour's symbol alone, one byte, makes each
+        cell's entries one run, in position order.
         """
         if not len(pos):
             return
-        order = cells.astype(np.uint16).argsort(kind="stable")
+        neighbour = cells.astype(np.uint8)  # bits 0-7 of a cell: the right symbol
+        neighbour[:n_before] = cells[:n_before] >> 8
+        order = neighbour.argsort(kind="stable")
         cells = cells[order]
         head = np.empty(len(cells), dtype=np.bool_)
         head[0] = True
@@ -639,7 +643,8 @@ class _Batch:
         # pair comes from one side of one merge's matches, so its entries are in
         # position order.
         new = inc_count >= threshold
-        self._append_index(np.concatenate((np.where(p_is_partner, pp, p), i))[new], inc[new])
+        n_before = int(np.count_nonzero(new[: len(i)]))
+        self._append_index(np.concatenate((np.where(p_is_partner, pp, p), i))[new], inc[new], n_before)
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
         self.last_replaced = made
