@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -235,6 +235,13 @@ class _Choice:
         return self.block[first]
 
 
+class _Spare(NamedTuple):
+    """Values that no longer occur in each of some blocks, to be recycled as codes."""
+
+    codes: npt.NDArray[np.int64]  # per block, highest first (the rest of a row is not spare)
+    n_codes: npt.NDArray[np.int64]  # how many, within the format's bound on recycled codes
+
+
 class _Batch:
     """The state of up to ``MAX_BATCH_BLOCKS`` blocks being encoded together."""
 
@@ -415,7 +422,7 @@ class _Batch:
         left = row_best.argmax(axis=1)
         count = row_best[np.arange(len(active)), left].astype(np.int64)
         right = table[active, left].argmax(axis=1)
-        code, has_fresh, ok = self._codes(active, count)
+        code, has_fresh, ok, _ = self._codes(active, count)
         depth = None
         if self.max_depth is not None:
             depth = np.maximum(np.maximum(2, 1 + self.depth[active, left]), self.depth[active, right])
@@ -425,27 +432,34 @@ class _Batch:
 
     def _codes(
         self, active: npt.NDArray[np.int64], count: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_], _Spare | None]:
         """Each block's code for its best pair: the next fresh one, else a recycled one
-        (which costs a table byte more, so needs one more occurrence); and whether it may merge."""
+        (which costs a table byte more, so needs one more occurrence); whether it may
+        merge; and the blocks' spare values, when any block has to recycle."""
         n_used = self.n_used[active]
         has_fresh = n_used < self.n_free[active]
         code = self.fresh_codes[active, np.minimum(n_used, 255)]
         ok = has_fresh & (count >= self.threshold)
-        if self.recycle and np.count_nonzero(has_fresh) < len(has_fresh):
-            unused = self.symcount[active] == 0
-            recycled = 255 - unused[:, ::-1].argmax(axis=1)
-            can_recycle = unused[np.arange(len(active)), recycled] & (self.n_recycled[active] < MAX_RECYCLED)
-            code = np.where(has_fresh, code, recycled)
-            ok |= ~has_fresh & can_recycle & (count > self.threshold)
-        return code, has_fresh, ok
+        if not self.recycle or np.count_nonzero(has_fresh) == len(has_fresh):
+            return code, has_fresh, ok, None
+        spare = self._spare(active)
+        code = np.where(has_fresh, code, spare.codes[:, 0])
+        ok |= ~has_fresh & (spare.n_codes > 0) & (count > self.threshold)
+        return code, has_fresh, ok, spare
+
+    def _spare(self, active: npt.NDArray[np.int64]) -> _Spare:
+        unused = self.symcount[active] == 0
+        codes = 255 - np.argsort(~unused[:, ::-1], axis=1, kind="stable")
+        n_codes = np.minimum(np.count_nonzero(unused, axis=1), MAX_RECYCLED - self.n_recycled[active])
+        return _Spare(codes, n_codes)
 
     def _choose_many(self, active: npt.NDArray[np.int64]) -> _Choice:
         """Up to ``merges_per_step`` pairs of every active block that share no symbol.
 
         The first is Gage's choice; the others are the next most frequent pairs
         (the best of their rows) that share no symbol with any better candidate,
-        each with a fresh code. Pairs without a common symbol never overlap and
+        each with a code of its own (fresh, or once those are gone a spare value:
+        one no longer in the block). Pairs without a common symbol never overlap and
         a merge cannot change the other's count, so merging them in one step is
         what Gage's loop would do over several steps, except where a pair made
         by the first would have outranked them.
@@ -465,8 +479,11 @@ class _Batch:
         count = (best >> 8).astype(np.int64)
         right = table[active[:, None], left].argmax(axis=2)
 
-        code0, has_fresh0, ok0 = self._codes(active, count[:, 0])
+        code0, has_fresh0, ok0, spare = self._codes(active, count[:, 0])
         take = count >= self.threshold
+        recycling = ~has_fresh0
+        if spare is not None:
+            take &= (count > self.threshold) | has_fresh0[:, None]  # a recycled code needs one more
         take[:, 0] = ok0
         # a candidate clashes with a better one when they share a symbol (left symbols differ)
         left_i, right_i = left[:, :, None], right[:, :, None]
@@ -481,17 +498,24 @@ class _Batch:
         slot -= 1
         n_used = self.n_used[active]
         # further pairs take fresh codes, and only while codes are plentiful: near the end
-        # a code is better spent on a pair the first merge makes, as Gage's order would
+        # a code is better spent on a pair the first merge makes, as Gage's order would.
+        # Once fresh codes are gone, they take spare values while one is left over.
         plenty = self.n_free[active] - n_used > self.merges_per_step
-        take &= (slot < self.merges_per_step) & plenty[:, None]
+        limit = np.where(plenty, self.merges_per_step, 1)
+        if spare is not None:
+            limit = np.where(recycling, np.clip(spare.n_codes - 1, 1, self.merges_per_step), limit)
+        take &= slot < limit[:, None]
         take[:, 0] = ok0
         chosen = take.reshape(-1).nonzero()[0]
         owner = chosen // n_best
-        code = self.fresh_codes.reshape(-1)[
-            active[owner] * 256 + np.minimum(n_used[owner] + slot.reshape(-1)[chosen], 255)
-        ]
+        chosen_slot = slot.reshape(-1)[chosen]
+        code = self.fresh_codes.reshape(-1)[active[owner] * 256 + np.minimum(n_used[owner] + chosen_slot, 255)]
         has_fresh = np.empty(len(chosen), dtype=np.bool_)
         has_fresh.fill(True)
+        if spare is not None:
+            rec = recycling[owner]
+            code[rec] = spare.codes[owner[rec], chosen_slot[rec]]
+            has_fresh[rec] = False
         first = chosen % n_best == 0
         code[first] = code0[ok0]
         has_fresh[first] = has_fresh0[ok0]

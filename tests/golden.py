@@ -21,7 +21,8 @@ from tests.helpers import TESTDATA
 GOLDEN = TESTDATA / "golden"
 EARLIER = GOLDEN / "earlier"
 """Streams earlier encoders wrote for the same inputs, one folder per change:
-``one-merge-per-step`` is from before the engine merged several pairs per step."""
+``one-merge-per-step`` is from before the engine merged several pairs per step,
+``one-recycled-code-per-step`` from before it did so with recycled codes too."""
 
 _TEXT = (
     b"Byte pair encoding replaces the most frequent pair of adjacent bytes with a byte that "

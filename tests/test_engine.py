@@ -252,8 +252,9 @@ def test_merges_per_step_is_a_bound() -> None:
 
 
 def test_scarce_codes_go_one_merge_at_a_time() -> None:
-    # 6 fresh codes, fewer than merges_per_step: Gage's order, so the pair the first
-    # merge makes (count 6) is merged before pairs of count 5
+    # 6 fresh codes, fewer than merges_per_step, and then at most two spare values at
+    # a time to recycle: Gage's order, so the pair the first merge makes (count 6) is
+    # merged before pairs of count 5
     rng = np.random.default_rng(1994)
     words = [bytes(rng.integers(0, 250, 3).astype(np.uint8)) for _ in range(40)]
     data = bytes(range(250)) + b"".join(words[i] for i in rng.integers(0, 40, 200))
@@ -261,6 +262,32 @@ def test_scarce_codes_go_one_merge_at_a_time() -> None:
     eight, steps = run(data, threshold=3, merges_per_step=8)
     assert all(len(s.blocks) == 1 for s in steps)
     assert eight.code.tolist() == one.code.tolist() and eight.payload.tobytes() == one.payload.tobytes()
+
+
+def test_recycling_merges_several_pairs_while_spare_codes_last() -> None:
+    # 250 distinct values leave 6 fresh codes; every other value only ever occurs in
+    # one pair (k, k + 100), so each merge of such a pair frees two values for reuse
+    rng = np.random.default_rng(7)
+    data = bytes(range(200, 250)) + b"".join(bytes((k, k + 100)) for k in rng.integers(0, 100, 2000))
+    result, steps = run(data, threshold=3, merges_per_step=8)
+    assert int(result.n_fresh[0]) == 6
+    after: list[bytes] = []  # a record's sequence is the live one: read it during the run
+    arr = np.frombuffer(data, dtype=np.uint8)
+    encode_blocks(
+        arr, np.array([0, len(arr)]), threshold=3, merges_per_step=8, on_step=lambda s: after.append(s.sequence(0))
+    )
+    several = 0
+    for step, before in zip(steps, [data, *after], strict=False):
+        recycled = [int(c) for c, fresh in zip(step.code, step.fresh, strict=True) if not fresh]
+        several += len(recycled) > 1
+        assert len(set(recycled)) == len(recycled), "one code for two merges"
+        assert not set(recycled) & set(before), "a recycled code still occurred"
+        pairs = [{a, b} for a, b in zip(step.left.tolist(), step.right.tolist(), strict=True)]
+        for one, other in itertools.combinations(pairs, 2):
+            assert not one & other, "merges of one step share a symbol"
+    assert several, "no step merged more than one pair with recycled codes"
+    assert all(int(c) >= 4 for c in result.count[6:]), "a recycled code needs threshold + 1"
+    assert replay(data, result) == result.payload.tobytes()
 
 
 def test_merges_per_step_needs_one_with_max_depth() -> None:
