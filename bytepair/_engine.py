@@ -199,6 +199,16 @@ def _batches(lengths: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
     return batches
 
 
+def _runs(head: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Where each run of equal keys starts and how long it is, from *head*, which marks
+    each run's first entry (``head[0]`` is set)."""
+    starts = head.nonzero()[0]
+    lengths = np.empty_like(starts)
+    np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
+    lengths[-1] = len(head) - starts[-1]
+    return starts, lengths
+
+
 @dataclasses.dataclass
 class _Choice:
     """The merges of one step: ``block[m]`` merges ``(left[m], right[m])`` into ``code[m]``.
@@ -336,8 +346,7 @@ class _Batch:
             head[0] = True
             np.not_equal(keys[1:], keys[:-1], out=head[1:])
             head[1:] |= blocks[1:] != blocks[:-1]
-            starts = np.flatnonzero(head)
-            sizes = np.diff(starts, append=len(pos))
+            starts, sizes = _runs(head)
             cell = blocks[starts].astype(np.int64) * _TABLE + keys[starts]
             ws.counts[cell] = sizes
             np.maximum.at(ws.rowmax, cell >> 8, sizes.astype(np.uint16))
@@ -375,10 +384,7 @@ class _Batch:
         head = np.empty(len(cells), dtype=np.bool_)
         head[0] = True
         np.not_equal(cells[1:], cells[:-1], out=head[1:])
-        starts = head.nonzero()[0]
-        lengths = np.empty_like(starts)
-        np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
-        lengths[-1] = len(cells) - starts[-1]
+        starts, lengths = _runs(head)
         end = self.gn + len(pos)
         self._record_runs(cells[starts], starts + self.gn, lengths, end)
         gpos = self.ws.grow("index_pos", self.gn, end)

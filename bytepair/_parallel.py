@@ -143,7 +143,7 @@ class FramePipeline:
         elif running < self._encoder.workers - 1:
             self._queue.append(_shared_pool(self._encoder.workers - 1).submit(_frame_job, chunk, self._encoder.params))
         else:
-            self._queue.append(encode_frame(np.frombuffer(chunk, dtype=np.uint8), self._encoder.params))
+            self._queue.append(_frame_job(chunk, self._encoder.params))
         self._lengths.append(len(chunk))
 
     def _finished(self, *, keep: int) -> list[Finished]:
