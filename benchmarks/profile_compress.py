@@ -22,11 +22,9 @@ are shares and costs of this machine at this moment; compare versions with
 from __future__ import annotations
 
 import argparse
-import collections
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,8 @@ try:
 except ImportError:  # run from a checkout that is not installed: use the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import bytepair
+
+from _timers import PhaseTimers
 
 from bytepair import _bench, _engine
 
@@ -51,74 +51,52 @@ PHASES = {
     "_reset_tables": "clearing tables",
 }
 STEP = "_step"
+REST_OF_STEP = "the rest of each step"
+OUTSIDE = "outside the engine"
 
 
-class Profile:
-    """Timers wrapped around ``_engine._Batch`` methods; nested time is charged to the inner phase."""
+class StepLog:
+    """Every step that merged something: its time and how many pairs it replaced."""
 
     def __init__(self) -> None:
-        self.time: collections.defaultdict[str, float] = collections.defaultdict(float)
         self.steps: list[tuple[float, int]] = []  # (seconds, matches) per step
         self.merges = 0
-        self._saved: dict[str, Any] = {}
+        self._last: object = None
 
-    def install(self) -> None:
-        for name in (*PHASES, STEP):
-            original = getattr(_engine._Batch, name)
-            self._saved[name] = original
-            setattr(_engine._Batch, name, self._timed(name, original))
-
-    def uninstall(self) -> None:
-        for name, original in self._saved.items():
-            setattr(_engine._Batch, name, original)
-
-    def _timed(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        profile = self
-
-        def timed(batch: Any, *args: Any, **kwargs: Any) -> Any:
-            inner_before = sum(profile.time.values())
-            steps_before = len(getattr(batch, "steps", ()))
-            start = time.perf_counter()
-            result = original(batch, *args, **kwargs)
-            spent = time.perf_counter() - start
-            inner = sum(profile.time.values()) - inner_before
-            profile.time[name] += spent - inner
-            if name == STEP and len(batch.steps) > steps_before:  # a step that merged something
-                profile.steps.append((spent, int(batch.last_replaced.sum())))
-                profile.merges += len(batch.steps[-1][0])
-            return result
-
-        return timed
+    def observe(self, seconds: float, args: tuple[Any, ...], _result: Any) -> None:
+        batch = args[0]
+        if batch.steps and batch.steps[-1] is not self._last:  # the step appended a record
+            self._last = batch.steps[-1]
+            self.steps.append((seconds, int(batch.last_replaced.sum())))
+            self.merges += len(batch.steps[-1][0])
 
 
-def profile_once(inputs: list[bytes], level: int) -> tuple[float, Profile]:
-    profile = Profile()
-    profile.install()
-    try:
+def profile_once(inputs: list[bytes], level: int) -> tuple[float, PhaseTimers, StepLog]:
+    log = StepLog()
+    with PhaseTimers() as timers:
+        for name, phase in PHASES.items():
+            timers.wrap(_engine._Batch, name, phase)
+        timers.wrap(_engine._Batch, STEP, REST_OF_STEP, log.observe)
         start = time.perf_counter()
         for data in inputs:
             bytepair.compress(data, level=level)
         total = time.perf_counter() - start
-    finally:
-        profile.uninstall()
-    return total, profile
+    return total, timers, log
 
 
-def report(total: float, profile: Profile, n_bytes: int) -> None:
-    shares: collections.defaultdict[str, float] = collections.defaultdict(float)
-    for name, seconds in profile.time.items():
-        shares[PHASES.get(name, "the rest of each step")] += seconds
-    shares["outside the engine"] = total - sum(profile.time.values())
+def report(total: float, timers: PhaseTimers, log: StepLog, n_bytes: int) -> None:
+    shares = dict(timers.time)
+    shares[OUTSIDE] = total - timers.total()
     print(f"{n_bytes} bytes in {total:.3f} s ({n_bytes / total / 1e6:.2f} MB/s)")
     print()
     print("| phase | seconds | share |")
     print("|:--|--:|--:|")
     for phase, seconds in sorted(shares.items(), key=lambda item: -item[1]):
         print(f"| {phase} | {seconds:.3f} | {seconds / total:.1%} |")
-    step_time = np.array([s for s, _ in profile.steps])
-    matches = np.array([m for _, m in profile.steps], dtype=np.float64)
+    step_time = np.array([s for s, _ in log.steps])
+    matches = np.array([m for _, m in log.steps], dtype=np.float64)
     print()
-    print(f"{len(step_time)} steps, {profile.merges} merges, {int(matches.sum())} matches replaced")
+    print(f"{len(step_time)} steps, {log.merges} merges, {int(matches.sum())} matches replaced")
     if len(step_time) > 2:
         design = np.column_stack((np.ones(len(step_time)), matches))
         (fixed, per_match), *_ = np.linalg.lstsq(design, step_time, rcond=None)
@@ -146,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     for data in inputs:  # warm up: imports, tables, caches
         bytepair.compress(data, level=args.level)
     runs = [profile_once(inputs, args.level) for _ in range(args.runs)]
-    median = statistics.median_low([total for total, _ in runs])
-    total, profile = next(run for run in runs if run[0] == median)
-    report(total, profile, sum(map(len, inputs)))
+    median = statistics.median_low([total for total, _, _ in runs])
+    total, timers, log = next(run for run in runs if run[0] == median)
+    report(total, timers, log, sum(map(len, inputs)))
     return 0
 
 

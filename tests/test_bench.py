@@ -3,12 +3,15 @@ codec, and compute its figures from what it measured. No timing assertions."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 import zlib
 from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 import pytest
 
 import bytepair
@@ -362,6 +365,108 @@ def test_profile_refuses_bad_input(tmp_path: Path) -> None:
     missing = run_profile(str(tmp_path / "missing"))
     assert missing.returncode == 1 and "missing" in missing.stderr
     assert run_profile("--runs", "0", str(tmp_path)).returncode == 2
+
+
+def benchmark_module(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """A script of benchmarks/ imported as a module (its helpers import as top-level modules)."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    return importlib.import_module(name)
+
+
+def test_phase_timers_charge_nested_time_to_the_inner_phase_and_restore(monkeypatch: pytest.MonkeyPatch) -> None:
+    timers_module = benchmark_module("_timers", monkeypatch)
+    clock = FakeClock()
+    monkeypatch.setattr(timers_module.time, "perf_counter", clock)
+
+    class Work:
+        def inner(self) -> int:
+            clock.now += 2.0
+            return 7
+
+        def outer(self) -> int:
+            clock.now += 1.0
+            result = self.inner()
+            clock.now += 0.5
+            return result
+
+    original = Work.outer
+    seen: list[tuple[float, int]] = []
+    with timers_module.PhaseTimers() as timers:
+        timers.wrap(Work, "outer", "outer phase", lambda seconds, _args, result: seen.append((seconds, result)))
+        timers.wrap(Work, "inner", "inner phase")
+        assert Work().outer() == 7
+        assert Work().inner() == 7
+    assert dict(timers.time) == {"outer phase": 1.5, "inner phase": 4.0}
+    assert timers.total() == 5.5
+    assert seen == [(3.5, 7)], "an observer sees the whole call, nested time included"
+    assert Work.outer is original and Work().inner() == 7
+
+
+def test_phase_timers_put_originals_back_after_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    timers_module = benchmark_module("_timers", monkeypatch)
+
+    class Failing:
+        def run(self) -> None:
+            raise bytepair.CorruptDataError("bad frame")
+
+    original = Failing.run
+    with pytest.raises(bytepair.CorruptDataError), timers_module.PhaseTimers() as timers:
+        timers.wrap(Failing, "run", "failing phase")
+        Failing().run()
+    assert Failing.run is original and "failing phase" in timers.time
+
+
+def test_frame_fit_recovers_known_costs_and_keeps_parts_non_negative(monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = benchmark_module("profile_decompress", monkeypatch)
+    rng = np.random.default_rng(5)
+    blocks = rng.integers(1, 60, 30).astype(np.float64)
+    symbols = rng.integers(1_000, 400_000, 30).astype(np.float64)
+    sizes = symbols * rng.uniform(2, 10, 30)
+    seconds = 400e-6 + 5e-6 * blocks + 12e-9 * symbols  # nothing per byte
+    terms, coef, parts = profile.fit_frames(np.column_stack((seconds, blocks, symbols, sizes)))
+    assert terms[0] == "fixed" and coef[0] == pytest.approx(400e-6, rel=1e-6)
+    fitted = dict(zip(terms[1:], coef[1:], strict=True))
+    assert fitted["block"] == pytest.approx(5e-6, rel=1e-6) and fitted["symbol"] == pytest.approx(12e-9, rel=1e-6)
+    assert fitted.get("byte", 0.0) == pytest.approx(0.0, abs=1e-15)
+    assert sum(parts) == pytest.approx(1.0)
+    # time that falls with size cannot be fitted as a negative cost: that term is left out
+    falling = 1e-3 - 1e-9 * sizes + 12e-9 * symbols
+    terms, coef, _ = profile.fit_frames(np.column_stack((falling, blocks, symbols, sizes)))
+    assert "byte" not in terms and min(coef) >= 0
+    assert profile.fit_frames(np.zeros((profile.MIN_FRAMES_TO_FIT - 1, 4))) is None
+
+
+PROFILE_DECOMPRESS = REPO / "benchmarks" / "profile_decompress.py"
+
+
+def test_profile_decompress_reports_every_phase_and_the_frame_fit(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    for k in range(12):  # one frame each: enough frames for the fit
+        skewed = rng.geometric(0.02, 3000 + 900 * k).clip(1, 255).astype(np.uint8).tobytes()  # escapes
+        (tmp_path / f"input{k:02}.bin").write_bytes(TEXT[: 500 * (k + 1)] + skewed)
+    proc = subprocess.run(
+        [sys.executable, str(PROFILE_DECOMPRESS), "--runs", "1", str(tmp_path)],
+        capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert ", 12 frames" in out.splitlines()[0]
+    for phase in ("writing payloads", "code lengths", "laying out code expansions", "CRC-32 of the output"):
+        assert f"| {phase} |" in out
+    shares = [float(line.rsplit("|", 2)[1].strip().rstrip("%")) for line in out.splitlines() if line.endswith("% |")]
+    assert len(shares) >= 8 and min(shares) >= 0 and sum(shares) == pytest.approx(100, abs=0.5)
+    assert "frame time ~ " in out and "of frame time is the fixed part" in out
+
+
+def test_profile_decompress_refuses_bad_input(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(PROFILE_DECOMPRESS), *args], capture_output=True, text=True, timeout=60, check=False
+        )
+
+    missing = run(str(tmp_path / "missing"))
+    assert missing.returncode == 1 and "missing" in missing.stderr and len(missing.stderr.splitlines()) == 1
+    assert run("--runs", "0", str(tmp_path)).returncode == 2
 
 
 STARTUP = REPO / "benchmarks" / "startup.py"
