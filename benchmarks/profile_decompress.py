@@ -1,6 +1,6 @@
 """Where decompression time goes: the decoder's phases, and its cost per frame and per symbol.
 
-    python benchmarks/profile_decompress.py [--level N] [--runs N] [PATH ...]
+    python benchmarks/profile_decompress.py [--level N] [--runs N] [--frames] [PATH ...]
 
 Compresses every input (each file on its own, as users do) at ``--level``,
 decompresses each once to warm up, then ``--runs`` times (5) with timers around
@@ -13,8 +13,9 @@ the decoder's phases, and reports the median run:
   between those phases, the CRC-32 of the output, and everything else (stream
   and frame headers, joining frames into bytes);
 * a least-squares fit of each frame's time as a fixed part plus parts per
-  block, per payload symbol and per output byte (none negative), which says
-  whether the calls a frame makes or the work per symbol dominate.
+  block, per merge, per payload symbol and per output byte (none negative), which says
+  whether the calls a frame makes or the work per symbol dominate (a rough
+  guide: ``--frames`` lists every frame's time and sizes, to check it against).
 
 Phases are timed with ``time.perf_counter`` inside one process, so the figures
 are shares and costs of this machine at this moment; compare versions with
@@ -61,25 +62,29 @@ PHASES: dict[tuple[Any, str], str] = {
 }
 EXPAND = "checks between those phases"
 FRAME = "CRC-32 of the output"
-MIN_FRAMES_TO_FIT = 12  # four terms need well more than four frames
+MIN_FRAMES_TO_FIT = 15  # five terms need well more than five frames
 OUTSIDE = "everything else (stream and frame headers, joining frames into bytes)"
 
 
 class FrameLog:
-    """Every frame decoded: its time, blocks, payload symbols and output bytes."""
+    """Every frame decoded: its time, blocks, merges, payload symbols and output bytes."""
 
     def __init__(self) -> None:
-        self.frames: list[tuple[float, int, int, int]] = []
-        self._blocks = self._symbols = 0
+        self.frames: list[tuple[float, int, int, int, int]] = []
+        self.inputs: list[int] = []  # which input each frame belongs to
+        self.current_input = 0
+        self._blocks = self._merges = self._symbols = 0
 
     def observe_expand(self, _seconds: float, args: tuple[Any, ...], _result: Any) -> None:
         tables = args[0]
         self._blocks += len(tables.orig_len)
+        self._merges += len(tables.code)
         self._symbols += len(tables.payload)
 
     def observe_frame(self, seconds: float, _args: tuple[Any, ...], result: Any) -> None:
-        self.frames.append((seconds, self._blocks, self._symbols, len(result)))
-        self._blocks = self._symbols = 0
+        self.frames.append((seconds, self._blocks, self._merges, self._symbols, len(result)))
+        self.inputs.append(self.current_input)
+        self._blocks = self._merges = self._symbols = 0
 
 
 def profile_once(streams: list[bytes]) -> tuple[float, PhaseTimers, FrameLog]:
@@ -90,10 +95,22 @@ def profile_once(streams: list[bytes]) -> tuple[float, PhaseTimers, FrameLog]:
         timers.wrap(_codec, "expand", EXPAND, log.observe_expand)
         timers.wrap(_stream, "decode_frame", FRAME, log.observe_frame)
         start = time.perf_counter()
-        for stream in streams:
+        for k, stream in enumerate(streams):
+            log.current_input = k
             bytepair.decompress(stream)
         total = time.perf_counter() - start
     return total, timers, log
+
+
+def report_frames(log: FrameLog, names: list[str]) -> None:
+    print("| input | frame us | blocks | merges | symbols | bytes | ns per symbol |")
+    print("|:--|--:|--:|--:|--:|--:|--:|")
+    for k, (seconds, blocks, merges, symbols, size) in zip(log.inputs, log.frames, strict=True):
+        print(
+            f"| {names[k]} | {seconds * 1e6:.0f} | {blocks} | {merges} | {symbols} | {size} | "
+            f"{seconds / max(symbols, 1) * 1e9:.1f} |"
+        )
+    print()
 
 
 def report(total: float, timers: PhaseTimers, log: FrameLog, n_bytes: int) -> None:
@@ -106,9 +123,9 @@ def report(total: float, timers: PhaseTimers, log: FrameLog, n_bytes: int) -> No
     for phase, seconds in sorted(shares.items(), key=lambda item: -item[1]):
         print(f"| {phase} | {seconds * 1e3:.1f} | {seconds / total:.1%} |")
     print()
-    frames = np.array(log.frames, dtype=np.float64).reshape(-1, 4)
-    blocks, symbols, sizes = (int(frames[:, k].sum()) for k in (1, 2, 3))
-    print(f"{blocks} blocks, {symbols} payload symbols, {sizes} bytes")
+    frames = np.array(log.frames, dtype=np.float64).reshape(-1, 5)
+    blocks, merges, symbols, sizes = (int(frames[:, k].sum()) for k in (1, 2, 3, 4))
+    print(f"{blocks} blocks, {merges} merges, {symbols} payload symbols, {sizes} bytes")
     fit = fit_frames(frames)
     if fit is not None:
         terms, coef, parts = fit
@@ -124,19 +141,21 @@ def _duration(seconds: float) -> str:
 
 
 def fit_frames(frames: npt.NDArray[np.float64]) -> tuple[list[str], list[float], list[float]] | None:
-    """Least squares of frame time on a fixed part and parts per block, per symbol and
-    per byte, none negative: of the fits with no negative part, the closest.
+    """Least squares of frame time on a fixed part and parts per block, per merge, per
+    symbol and per byte, none negative: of the fits with no negative part, the closest.
     Returns the terms, their coefficients and their shares of all frame time."""
     if len(frames) < MIN_FRAMES_TO_FIT:
         return None
     seconds = frames[:, 0]
-    columns = {"block": frames[:, 1], "symbol": frames[:, 2], "byte": frames[:, 3]}
+    columns = {"block": frames[:, 1], "merge": frames[:, 2], "symbol": frames[:, 3], "byte": frames[:, 4]}
     best: tuple[float, list[str], npt.NDArray[np.float64]] | None = None
-    for size in (3, 2, 1):
+    for size in range(len(columns), 0, -1):
         for chosen in map(list, itertools.combinations(columns, size)):
             design = np.column_stack([np.ones(len(frames)), *(columns[t] for t in chosen)])
-            coef = np.linalg.lstsq(design, seconds, rcond=None)[0].astype(np.float64)
-            residual = float(np.sum((design @ coef - seconds) ** 2))
+            # relative errors: small frames weigh as much as large ones, or their
+            # noise alone (a few percent of milliseconds) would set the fixed part
+            coef = np.linalg.lstsq(design / seconds[:, None], np.ones(len(frames)), rcond=None)[0].astype(np.float64)
+            residual = float(np.sum((design @ coef / seconds - 1) ** 2))
             if (coef >= 0).all() and (best is None or residual < best[0]):
                 best = (residual, chosen, coef)
     if best is None:
@@ -153,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the built-in sample)")
     parser.add_argument("--level", type=int, default=bytepair.DEFAULT_LEVEL, choices=sorted(bytepair.LEVELS))
     parser.add_argument("--runs", type=int, default=5, help="profiled runs; the median one is reported (5)")
+    parser.add_argument("--frames", action="store_true", help="also list every frame of the median run")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -161,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
+    names = [name for name, data in named if data]
     inputs = [data for _, data in named if data]
     streams = [bytepair.compress(data, level=args.level) for data in inputs]
     for stream, data in zip(streams, inputs, strict=True):  # warm up, and check the round trips
@@ -170,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = [profile_once(streams) for _ in range(args.runs)]
     median = statistics.median_low([total for total, _, _ in runs])
     total, timers, log = next(run for run in runs if run[0] == median)
+    if args.frames:
+        report_frames(log, names)
     report(total, timers, log, sum(map(len, inputs)))
     return 0
 

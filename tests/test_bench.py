@@ -422,18 +422,20 @@ def test_frame_fit_recovers_known_costs_and_keeps_parts_non_negative(monkeypatch
     blocks = rng.integers(1, 60, 30).astype(np.float64)
     symbols = rng.integers(1_000, 400_000, 30).astype(np.float64)
     sizes = symbols * rng.uniform(2, 10, 30)
-    seconds = 400e-6 + 5e-6 * blocks + 12e-9 * symbols  # nothing per byte
-    terms, coef, parts = profile.fit_frames(np.column_stack((seconds, blocks, symbols, sizes)))
+    merges = blocks * rng.integers(20, 250, 30)
+    seconds = 400e-6 + 5e-6 * blocks + 250e-9 * merges + 12e-9 * symbols  # nothing per byte
+    terms, coef, parts = profile.fit_frames(np.column_stack((seconds, blocks, merges, symbols, sizes)))
     assert terms[0] == "fixed" and coef[0] == pytest.approx(400e-6, rel=1e-6)
     fitted = dict(zip(terms[1:], coef[1:], strict=True))
-    assert fitted["block"] == pytest.approx(5e-6, rel=1e-6) and fitted["symbol"] == pytest.approx(12e-9, rel=1e-6)
+    assert fitted["block"] == pytest.approx(5e-6, rel=1e-6) and fitted["merge"] == pytest.approx(250e-9, rel=1e-6)
+    assert fitted["symbol"] == pytest.approx(12e-9, rel=1e-6)
     assert fitted.get("byte", 0.0) == pytest.approx(0.0, abs=1e-15)
     assert sum(parts) == pytest.approx(1.0)
     # time that falls with size cannot be fitted as a negative cost: that term is left out
     falling = 1e-3 - 1e-9 * sizes + 12e-9 * symbols
-    terms, coef, _ = profile.fit_frames(np.column_stack((falling, blocks, symbols, sizes)))
+    terms, coef, _ = profile.fit_frames(np.column_stack((falling, blocks, merges, symbols, sizes)))
     assert "byte" not in terms and min(coef) >= 0
-    assert profile.fit_frames(np.zeros((profile.MIN_FRAMES_TO_FIT - 1, 4))) is None
+    assert profile.fit_frames(np.zeros((profile.MIN_FRAMES_TO_FIT - 1, 5))) is None
 
 
 PROFILE_DECOMPRESS = REPO / "benchmarks" / "profile_decompress.py"
@@ -441,16 +443,18 @@ PROFILE_DECOMPRESS = REPO / "benchmarks" / "profile_decompress.py"
 
 def test_profile_decompress_reports_every_phase_and_the_frame_fit(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    for k in range(12):  # one frame each: enough frames for the fit
+    for k in range(15):  # one frame each: enough frames for the fit
         skewed = rng.geometric(0.02, 3000 + 900 * k).clip(1, 255).astype(np.uint8).tobytes()  # escapes
         (tmp_path / f"input{k:02}.bin").write_bytes(TEXT[: 500 * (k + 1)] + skewed)
     proc = subprocess.run(
-        [sys.executable, str(PROFILE_DECOMPRESS), "--runs", "1", str(tmp_path)],
+        [sys.executable, str(PROFILE_DECOMPRESS), "--runs", "1", "--frames", str(tmp_path)],
         capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert ", 12 frames" in out.splitlines()[0]
+    named_rows = [line.split(" | ")[0] for line in out.splitlines() if line.startswith("| input") and ".bin" in line]
+    assert named_rows == [f"| input{k:02}.bin" for k in range(15)], "--frames lists every frame, in input order"
+    assert ", 15 frames" in out
     for phase in ("writing payloads", "code lengths", "laying out code expansions", "CRC-32 of the output"):
         assert f"| {phase} |" in out
     shares = [float(line.rsplit("|", 2)[1].strip().rstrip("%")) for line in out.splitlines() if line.endswith("% |")]
