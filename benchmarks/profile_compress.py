@@ -21,8 +21,6 @@ are shares and costs of this machine at this moment; compare versions with
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,9 +34,9 @@ except ImportError:  # run from a checkout that is not installed: use the checko
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import bytepair
 
-from _timers import PhaseTimers
+from _profiling import PhaseTimers, command_line, median_run, print_phases, read_inputs
 
-from bytepair import _bench, _engine
+from bytepair import _engine
 
 PROG = "profile_compress.py"
 
@@ -85,14 +83,9 @@ def profile_once(inputs: list[bytes], level: int) -> tuple[float, PhaseTimers, S
 
 
 def report(total: float, timers: PhaseTimers, log: StepLog, n_bytes: int) -> None:
-    shares = dict(timers.time)
-    shares[OUTSIDE] = total - timers.total()
     print(f"{n_bytes} bytes in {total:.3f} s ({n_bytes / total / 1e6:.2f} MB/s)")
     print()
-    print("| phase | seconds | share |")
-    print("|:--|--:|--:|")
-    for phase, seconds in sorted(shares.items(), key=lambda item: -item[1]):
-        print(f"| {phase} | {seconds:.3f} | {seconds / total:.1%} |")
+    print_phases(timers, total, OUTSIDE, "s")
     step_time = np.array([s for s, _ in log.steps])
     matches = np.array([m for _, m in log.steps], dtype=np.float64)
     print()
@@ -108,24 +101,15 @@ def report(total: float, timers: PhaseTimers, log: StepLog, n_bytes: int) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Profile compression by engine phase.")
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the built-in sample)")
-    parser.add_argument("--level", type=int, default=bytepair.DEFAULT_LEVEL, choices=sorted(bytepair.LEVELS))
-    parser.add_argument("--runs", type=int, default=3, help="profiled runs; the median one is reported (3)")
+    parser = command_line(PROG, "Profile compression by engine phase.", runs=3)
     args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
-    try:
-        named = _bench.collect_inputs(args.paths) if args.paths else _bench.sample_files()
-    except (OSError, ValueError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+    named = read_inputs(PROG, args.paths)
+    if named is None:
         return 1
-    inputs = [data for _, data in named if data]
+    inputs = [data for _, data in named]
     for data in inputs:  # warm up: imports, tables, caches
         bytepair.compress(data, level=args.level)
-    runs = [profile_once(inputs, args.level) for _ in range(args.runs)]
-    median = statistics.median_low([total for total, _, _ in runs])
-    total, timers, log = next(run for run in runs if run[0] == median)
+    total, timers, log = median_run([profile_once(inputs, args.level) for _ in range(args.runs)])
     report(total, timers, log, sum(map(len, inputs)))
     return 0
 

@@ -25,9 +25,7 @@ path, 2 bad option.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -42,9 +40,9 @@ except ImportError:  # run from a checkout that is not installed: use the checko
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import bytepair
 
-from _timers import PhaseTimers
+from _profiling import PhaseTimers, command_line, median_run, print_phases, read_inputs
 
-from bytepair import _bench, _codec, _expand, _stream
+from bytepair import _codec, _expand, _stream
 
 PROG = "profile_decompress.py"
 
@@ -114,14 +112,9 @@ def report_frames(log: FrameLog, names: list[str]) -> None:
 
 
 def report(total: float, timers: PhaseTimers, log: FrameLog, n_bytes: int) -> None:
-    shares = dict(timers.time)
-    shares[OUTSIDE] = total - timers.total()
     print(f"{n_bytes} bytes in {total * 1e3:.1f} ms ({n_bytes / total / 1e6:.1f} MB/s), {len(log.frames)} frames")
     print()
-    print("| phase | ms | share |")
-    print("|:--|--:|--:|")
-    for phase, seconds in sorted(shares.items(), key=lambda item: -item[1]):
-        print(f"| {phase} | {seconds * 1e3:.1f} | {seconds / total:.1%} |")
+    print_phases(timers, total, OUTSIDE, "ms")
     print()
     frames = np.array(log.frames, dtype=np.float64).reshape(-1, 5)
     blocks, merges, symbols, sizes = (int(frames[:, k].sum()) for k in (1, 2, 3, 4))
@@ -168,29 +161,20 @@ def fit_frames(frames: npt.NDArray[np.float64]) -> tuple[list[str], list[float],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Profile decompression by decoder phase.")
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the built-in sample)")
-    parser.add_argument("--level", type=int, default=bytepair.DEFAULT_LEVEL, choices=sorted(bytepair.LEVELS))
-    parser.add_argument("--runs", type=int, default=5, help="profiled runs; the median one is reported (5)")
+    parser = command_line(PROG, "Profile decompression by decoder phase.", runs=5)
     parser.add_argument("--frames", action="store_true", help="also list every frame of the median run")
     args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
-    try:
-        named = _bench.collect_inputs(args.paths) if args.paths else _bench.sample_files()
-    except (OSError, ValueError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+    named = read_inputs(PROG, args.paths)
+    if named is None:
         return 1
-    names = [name for name, data in named if data]
-    inputs = [data for _, data in named if data]
+    names = [name for name, _ in named]
+    inputs = [data for _, data in named]
     streams = [bytepair.compress(data, level=args.level) for data in inputs]
     for stream, data in zip(streams, inputs, strict=True):  # warm up, and check the round trips
         if bytepair.decompress(stream) != data:
             print(f"{PROG}: a round trip lost data", file=sys.stderr)
             return 1
-    runs = [profile_once(streams) for _ in range(args.runs)]
-    median = statistics.median_low([total for total, _, _ in runs])
-    total, timers, log = next(run for run in runs if run[0] == median)
+    total, timers, log = median_run([profile_once(streams) for _ in range(args.runs)])
     if args.frames:
         report_frames(log, names)
     report(total, timers, log, sum(map(len, inputs)))

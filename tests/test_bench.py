@@ -374,7 +374,7 @@ def benchmark_module(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 def test_phase_timers_charge_nested_time_to_the_inner_phase_and_restore(monkeypatch: pytest.MonkeyPatch) -> None:
-    timers_module = benchmark_module("_timers", monkeypatch)
+    timers_module = benchmark_module("_profiling", monkeypatch)
     clock = FakeClock()
     monkeypatch.setattr(timers_module.time, "perf_counter", clock)
 
@@ -403,7 +403,7 @@ def test_phase_timers_charge_nested_time_to_the_inner_phase_and_restore(monkeypa
 
 
 def test_phase_timers_put_originals_back_after_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    timers_module = benchmark_module("_timers", monkeypatch)
+    timers_module = benchmark_module("_profiling", monkeypatch)
 
     class Failing:
         def run(self) -> None:
@@ -485,3 +485,37 @@ def test_startup_times_both_commands_and_checks_the_output() -> None:
     assert "bytepair -dc FILE" in rows[1]
     bad = subprocess.run([sys.executable, str(STARTUP), "--runs", "0"], capture_output=True, cwd=REPO, check=False)
     assert bad.returncode == 2
+
+
+SCALING = REPO / "benchmarks" / "scaling.py"
+
+
+def run_scaling(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCALING), *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+
+
+def test_scaling_compares_the_joined_inputs_with_them_repeated(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(TEXT)
+    (tmp_path / "b.bin").write_bytes(bytes(range(256)) * 8)
+    joined = len(TEXT) + 2048
+    proc = run_scaling("--size", "100KB", "--rounds", "1", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith(f"small: the inputs joined, {joined} bytes; large: repeated to 100000 bytes")
+    rows = {line.split(" | ")[0]: line.split(" | ")[1:] for line in out.splitlines() if line.startswith("| ")}
+    for way in ("compress", "decompress"):
+        small, large, ratio, *_ = (float(cell.strip(" |")) for cell in rows[f"| {way}"])
+        assert ratio == pytest.approx(large / small, rel=0.01)
+    assert "medians of 1 and 3 calls on the large input" in out
+
+
+def test_scaling_refuses_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(TEXT)
+    missing = run_scaling(str(tmp_path / "missing"))
+    assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
+    too_small = run_scaling("--size", "1KB", str(tmp_path))
+    assert too_small.returncode == 2 and "twice the joined inputs" in too_small.stderr
+    assert run_scaling("--size", "lots", str(tmp_path)).returncode == 2
+    assert run_scaling("--rounds", "0", str(tmp_path)).returncode == 2
