@@ -102,13 +102,17 @@ def command_line(prog: str, description: str, runs: int) -> argparse.ArgumentPar
 
 def read_inputs(prog: str, paths: Sequence[str]) -> list[tuple[str, bytes]] | None:
     """The non-empty inputs *paths* name (none: the built-in sample), or None after
-    saying on stderr why they cannot be read."""
+    saying on stderr why they cannot be read or that all of them are empty."""
     try:
         named = _bench.collect_inputs(paths) if paths else _bench.sample_files()
     except (OSError, ValueError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
-    return [(name, data) for name, data in named if data]
+    inputs = [(name, data) for name, data in named if data]
+    if not inputs:
+        print(f"{prog}: every input is empty: nothing to time", file=sys.stderr)
+        return None
+    return inputs
 
 
 def median_run(runs: Sequence[Run]) -> Run:

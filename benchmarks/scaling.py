@@ -118,9 +118,6 @@ def main(argv: list[str] | None = None) -> int:
     if named is None:
         return 1
     small = b"".join(data for _, data in named)
-    if not small:
-        print(f"{PROG}: the inputs are empty", file=sys.stderr)
-        return 1
     if args.size < 2 * len(small):
         parser.error(f"--size must be at least twice the joined inputs ({2 * len(small)} bytes)")
     large = (small * -(-args.size // len(small)))[: args.size]

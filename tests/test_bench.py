@@ -519,3 +519,14 @@ def test_scaling_refuses_bad_input(tmp_path: Path) -> None:
     assert too_small.returncode == 2 and "twice the joined inputs" in too_small.stderr
     assert run_scaling("--size", "lots", str(tmp_path)).returncode == 2
     assert run_scaling("--rounds", "0", str(tmp_path)).returncode == 2
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "nothing.bin").write_bytes(b"")
+    for script in (SCALING, PROFILE, PROFILE_DECOMPRESS):
+        empty = subprocess.run(
+            [sys.executable, str(script), str(tmp_path / "empty")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert empty.returncode == 1 and "every input is empty" in empty.stderr, script.name
