@@ -51,7 +51,7 @@ class Speeds:
         self.wall: list[float] = []
         self.cpu: list[float] = []
 
-    def time(self, fn: Callable[[bytes], bytes], data: bytes, size: int) -> bytes:
+    def call(self, fn: Callable[[bytes], bytes], data: bytes, size: int) -> bytes:
         """``fn(data)``, timed as *size* bytes of work."""
         gc.collect()
         wall, cpu = time.perf_counter(), time.process_time()
@@ -76,11 +76,11 @@ def measure(small: bytes, large: bytes, rounds: int, level: int) -> dict[str, di
     for _ in range(rounds):
         for name, data, calls in (("small", small, SMALL_PER_LARGE), ("large", large, 1)):
             for _ in range(calls):
-                packed[name] = speeds["compress"][name].time(compress, data, len(data))
+                packed[name] = speeds["compress"][name].call(compress, data, len(data))
         for _ in range(DECOMPRESS_TURNS):
             for name, data, calls in (("small", small, SMALL_PER_LARGE), ("large", large, 1)):
                 for _ in range(calls):
-                    if speeds["decompress"][name].time(bytepair.decompress, packed[name], len(data)) != data:
+                    if speeds["decompress"][name].call(bytepair.decompress, packed[name], len(data)) != data:
                         raise RoundTripLost(f"the {name} input did not survive its round trip")
     return speeds
 
