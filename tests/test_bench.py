@@ -233,9 +233,10 @@ def test_bench_command_prints_tables(tmp_path: Path) -> None:
     assert "| total | zlib-6 |" in text
 
 
-def run_script(*args: str) -> subprocess.CompletedProcess[str]:
+def run_benchmark(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """One of benchmarks/ run as users run it, from the top of the checkout."""
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+        [sys.executable, str(script), *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
     )
 
 
@@ -243,7 +244,7 @@ def test_script_runs_and_writes_json(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_bytes(TEXT)
     out_json = tmp_path / "out.json"
-    proc = run_script("--runs", "1", "--levels", "5", str(path), "--json", str(out_json))
+    proc = run_benchmark(SCRIPT, "--runs", "1", "--levels", "5", str(path), "--json", str(out_json))
     assert proc.returncode == 0, proc.stderr
     assert "| in.txt | bytepair-5 |" in proc.stdout
     assert "| total | lzma-6 |" in proc.stdout
@@ -251,7 +252,7 @@ def test_script_runs_and_writes_json(tmp_path: Path) -> None:
 
 
 def test_script_missing_path_exits_1_with_one_line(tmp_path: Path) -> None:
-    proc = run_script("--runs", "1", str(tmp_path / "nothing-here"))
+    proc = run_benchmark(SCRIPT, "--runs", "1", str(tmp_path / "nothing-here"))
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1
@@ -263,7 +264,7 @@ def test_script_plot_needs_matplotlib(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_bytes(TEXT)
     png = tmp_path / "plot.png"
-    proc = run_script("--runs", "1", "--quiet", "--plot", str(png), str(path))
+    proc = run_benchmark(SCRIPT, "--runs", "1", "--quiet", "--plot", str(png), str(path))
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -286,11 +287,13 @@ def test_threads_add_named_codecs() -> None:
 def test_script_concat_joins_inputs_and_measures_threads(tmp_path: Path) -> None:
     for name, data in INPUTS:
         (tmp_path / name).write_bytes(data)
-    proc = run_script("--runs", "1", "--levels", "1", "--threads", "1,2", "--concat", "--no-per-file", str(tmp_path))
+    proc = run_benchmark(
+        SCRIPT, "--runs", "1", "--levels", "1", "--threads", "1,2", "--concat", "--no-per-file", str(tmp_path)
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"| total | bytepair-1 | {len(TEXT) + 1000} |" in proc.stdout
     assert f"| total | bytepair-1-T2 | {len(TEXT) + 1000} |" in proc.stdout
-    bad = run_script("--threads", "1,-1", str(tmp_path))
+    bad = run_benchmark(SCRIPT, "--threads", "1,-1", str(tmp_path))
     assert bad.returncode == 2 and "threads" in bad.stderr
 
 
@@ -299,11 +302,7 @@ COMPARE = REPO / "benchmarks" / "compare.py"
 
 def test_compare_reports_both_settings(tmp_path: Path) -> None:
     (tmp_path / "in.txt").write_bytes(TEXT)
-    proc = subprocess.run(
-        [sys.executable, str(COMPARE), "--base", "level=5,escape_limit=0", "--new", "level=1", "--runs", "1",
-         str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = run_benchmark(COMPARE, "--base", "level=5,escape_limit=0", "--new", "level=1", "--runs", "1", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("1 inputs, ") and "1 interleaved runs" in lines[0]
@@ -314,44 +313,30 @@ def test_compare_reports_both_settings(tmp_path: Path) -> None:
 
 
 def test_compare_refuses_bad_settings(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(COMPARE), "--base", "level=5,bogus=1", "--new", "level=5", str(tmp_path)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    proc = run_benchmark(COMPARE, "--base", "level=5,bogus=1", "--new", "level=5", str(tmp_path))
     assert proc.returncode == 2 and "bogus" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_compare_base_from_another_checkout(tmp_path: Path) -> None:
     """``--base-from`` loads a checkout's package beside this one (here: this very checkout)."""
     (tmp_path / "in.txt").write_bytes(TEXT)
-    proc = subprocess.run(
-        [sys.executable, str(COMPARE), "--base-from", str(REPO), "--base", "level=1", "--new", "level=1",
-         "--runs", "1", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = run_benchmark(
+        COMPARE, "--base-from", str(REPO), "--base", "level=1", "--new", "level=1", "--runs", "1", str(tmp_path)
+    )
     assert proc.returncode == 0, proc.stderr
     base, new = proc.stdout.splitlines()[1:3]
     assert f"[{REPO}]" in base and base.split()[-1] == new.split()[-1]  # same code, same ratio
-    missing = subprocess.run(
-        [sys.executable, str(COMPARE), "--base-from", str(tmp_path), "--base", "level=1", "--new", "level=1"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    missing = run_benchmark(COMPARE, "--base-from", str(tmp_path), "--base", "level=1", "--new", "level=1")
     assert missing.returncode == 1 and "no bytepair package" in missing.stderr
 
 
 PROFILE = REPO / "benchmarks" / "profile_compress.py"
 
 
-def run_profile(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(PROFILE), *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
-    )
-
-
 def test_profile_reports_every_phase_and_the_step_fit(tmp_path: Path) -> None:
     (tmp_path / "text.txt").write_bytes(TEXT * 3)
     (tmp_path / "zeros.bin").write_bytes(bytes(5000))
-    proc = run_profile("--runs", "1", str(tmp_path))
+    proc = run_benchmark(PROFILE, "--runs", "1", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for phase in ("choosing merges", "indexing new pairs", "the rest of each step", "outside the engine"):
@@ -362,9 +347,9 @@ def test_profile_reports_every_phase_and_the_step_fit(tmp_path: Path) -> None:
 
 
 def test_profile_refuses_bad_input(tmp_path: Path) -> None:
-    missing = run_profile(str(tmp_path / "missing"))
+    missing = run_benchmark(PROFILE, str(tmp_path / "missing"))
     assert missing.returncode == 1 and "missing" in missing.stderr
-    assert run_profile("--runs", "0", str(tmp_path)).returncode == 2
+    assert run_benchmark(PROFILE, "--runs", "0", str(tmp_path)).returncode == 2
 
 
 def benchmark_module(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -446,10 +431,7 @@ def test_profile_decompress_reports_every_phase_and_the_frame_fit(tmp_path: Path
     for k in range(15):  # one frame each: enough frames for the fit
         skewed = rng.geometric(0.02, 3000 + 900 * k).clip(1, 255).astype(np.uint8).tobytes()  # escapes
         (tmp_path / f"input{k:02}.bin").write_bytes(TEXT[: 500 * (k + 1)] + skewed)
-    proc = subprocess.run(
-        [sys.executable, str(PROFILE_DECOMPRESS), "--runs", "1", "--frames", str(tmp_path)],
-        capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
-    )  # fmt: skip
+    proc = run_benchmark(PROFILE_DECOMPRESS, "--runs", "1", "--frames", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     named_rows = [line.split(" | ")[0] for line in out.splitlines() if line.startswith("| input") and ".bin" in line]
@@ -463,44 +445,32 @@ def test_profile_decompress_reports_every_phase_and_the_frame_fit(tmp_path: Path
 
 
 def test_profile_decompress_refuses_bad_input(tmp_path: Path) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, str(PROFILE_DECOMPRESS), *args], capture_output=True, text=True, timeout=60, check=False
-        )
-
-    missing = run(str(tmp_path / "missing"))
+    missing = run_benchmark(PROFILE_DECOMPRESS, str(tmp_path / "missing"))
     assert missing.returncode == 1 and "missing" in missing.stderr and len(missing.stderr.splitlines()) == 1
-    assert run("--runs", "0", str(tmp_path)).returncode == 2
+    assert run_benchmark(PROFILE_DECOMPRESS, "--runs", "0", str(tmp_path)).returncode == 2
 
 
 STARTUP = REPO / "benchmarks" / "startup.py"
 
 
 def test_startup_times_both_commands_and_checks_the_output() -> None:
-    command = [sys.executable, str(STARTUP), "--runs", "1"]
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    proc = run_benchmark(STARTUP, "--runs", "1")
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| `")]
     assert len(rows) == 2 and rows[0].endswith("| 1.00x |")
     assert "bytepair -dc FILE" in rows[1]
-    bad = subprocess.run([sys.executable, str(STARTUP), "--runs", "0"], capture_output=True, cwd=REPO, check=False)
+    bad = run_benchmark(STARTUP, "--runs", "0")
     assert bad.returncode == 2
 
 
 SCALING = REPO / "benchmarks" / "scaling.py"
 
 
-def run_scaling(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCALING), *args], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
-    )
-
-
 def test_scaling_compares_the_joined_inputs_with_them_repeated(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(TEXT)
     (tmp_path / "b.bin").write_bytes(bytes(range(256)) * 8)
     joined = len(TEXT) + 2048
-    proc = run_scaling("--size", "100KB", "--rounds", "1", str(tmp_path))
+    proc = run_benchmark(SCALING, "--size", "100KB", "--rounds", "1", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith(f"small: the inputs joined, {joined} bytes; large: repeated to 100000 bytes")
@@ -513,20 +483,14 @@ def test_scaling_compares_the_joined_inputs_with_them_repeated(tmp_path: Path) -
 
 def test_scaling_refuses_bad_input(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(TEXT)
-    missing = run_scaling(str(tmp_path / "missing"))
+    missing = run_benchmark(SCALING, str(tmp_path / "missing"))
     assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
-    too_small = run_scaling("--size", "1KB", str(tmp_path))
+    too_small = run_benchmark(SCALING, "--size", "1KB", str(tmp_path))
     assert too_small.returncode == 2 and "twice the joined inputs" in too_small.stderr
-    assert run_scaling("--size", "lots", str(tmp_path)).returncode == 2
-    assert run_scaling("--rounds", "0", str(tmp_path)).returncode == 2
+    assert run_benchmark(SCALING, "--size", "lots", str(tmp_path)).returncode == 2
+    assert run_benchmark(SCALING, "--rounds", "0", str(tmp_path)).returncode == 2
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "nothing.bin").write_bytes(b"")
     for script in (SCALING, PROFILE, PROFILE_DECOMPRESS):
-        empty = subprocess.run(
-            [sys.executable, str(script), str(tmp_path / "empty")],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        empty = run_benchmark(script, str(tmp_path / "empty"))
         assert empty.returncode == 1 and "every input is empty" in empty.stderr, script.name
