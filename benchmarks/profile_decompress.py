@@ -52,6 +52,8 @@ PHASES: dict[tuple[Any, str], str] = {
     (_expand._Resolved, "__init__"): "resolving pair codes to merges",
     (_expand, "_node_lengths"): "code lengths",
     (_expand, "_lay_out"): "laying out code expansions",
+    (_expand._MeaningsInPython, "__init__"): "code expansions built in Python (few merges)",
+    (_expand._MeaningsInPython, "lay_out"): "laying out code expansions",
     (_expand._Payloads, "__init__"): "per-block tables and length checks",
     (_expand._Payloads, "check_totals"): "per-block tables and length checks",
     (_expand._Payloads, "write"): "writing payloads",

@@ -261,6 +261,82 @@ class _Resolved:
         return self.resolve(slots.astype(np.int64), self.span)
 
 
+class _MeaningsInPython:
+    """What every byte value of every block means at the end of its block, as bytes,
+    built merge by merge in Python (``meanings[block][value]``).
+
+    For runs of few merges this beats ``_Resolved``, ``_node_lengths`` and ``_lay_out``,
+    whose numpy calls per depth level cost more than a Python loop over so few
+    merges. The checks are theirs, made as the bytes are built: a fresh code is
+    ``None`` until its merge (an operand that is one fails to join), and every
+    expansion is measured against its block and the frame's budget. As a table for
+    ``_Payloads``, node ``block * 256 + value`` is that value's final meaning.
+    """
+
+    def __init__(self, t: PairTables, budget: _Budget) -> None:
+        self.meanings: list[list[bytes]] = []
+        room = budget.limit - budget.used
+        spent = 0
+        codes, lefts, rights = t.code.tobytes(), t.left.tobytes(), t.right.tobytes()
+        merge_at = 0
+        for b, (n_merges, n_fresh, size) in enumerate(
+            zip(t.n_merges.tolist(), t.n_fresh.tolist(), t.orig_len.tolist(), strict=True)
+        ):
+            meaning: list[bytes | None] = list(_LITERALS)
+            fresh = codes[merge_at : merge_at + n_fresh]
+            if len(set(fresh)) != n_fresh:
+                raise CorruptDataError("pair table lists a fresh code twice")
+            for code in fresh:
+                meaning[code] = None
+            merge_end = merge_at + n_merges
+            merges = codes[merge_at:merge_end], lefts[merge_at:merge_end], rights[merge_at:merge_end]
+            for code, lv, rv in zip(*merges, strict=True):
+                try:
+                    pair = meaning[lv] + meaning[rv]  # type: ignore[operator]
+                except TypeError:
+                    raise _undefined_operand(t.first_block + b, fresh, *merges) from None
+                n = len(pair)
+                if n > size:
+                    raise CorruptDataError(
+                        f"block {t.first_block + b}: pair code {code} expands to more than the block's {size} bytes"
+                    )
+                spent += n
+                if spent > room:
+                    budget.spend(spent)  # raises
+                meaning[code] = pair
+            self.meanings.append(meaning)  # type: ignore[arg-type]  # every fresh code is defined now
+            merge_at = merge_end
+        budget.spend(spent)
+        self.final = np.arange(256 * len(self.meanings), dtype=np.int32)
+
+    def final_nodes(self, slots: npt.NDArray[np.int64] | npt.NDArray[np.uint8]) -> npt.NDArray[np.int32]:
+        return self.final[slots]
+
+    def lay_out(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Every node's length, their bytes back to back (padded for whole words), and where each starts."""
+        every = list(itertools.chain.from_iterable(self.meanings))
+        length = np.fromiter(map(len, every), dtype=np.int64, count=len(every))
+        joined = b"".join(every)
+        buf = np.empty(len(joined) + _W, dtype=np.uint8)
+        buf[: len(joined)] = np.frombuffer(joined, dtype=np.uint8)
+        offset = length.cumsum()
+        offset -= length
+        return length, buf, offset
+
+
+def _undefined_operand(block: int, fresh: bytes, codes: bytes, lefts: bytes, rights: bytes) -> CorruptDataError:
+    """The error for the first merge of a block that uses a fresh code before that code's merge."""
+    undefined = set(fresh)
+    for k, (code, lv, rv) in enumerate(zip(codes, lefts, rights, strict=True)):
+        for v in (lv, rv):
+            if v in undefined:
+                return CorruptDataError(
+                    f"block {block}: pair code {code} (merge {k}) uses code {v} before it is defined"
+                )
+        undefined.discard(code)
+    raise AssertionError("no merge uses an undefined code")
+
+
 def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.signedinteger[Any]]]:
     """Expansion length and depth of every node.
 
@@ -375,7 +451,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
         if t.escapes is not None:
             restore_escapes(out, t.orig_len, t.escapes, t.first_block)
         return out
-    if len(t.code) * _MERGE_WEIGHT + len(t.payload) <= SMALL_RUN:
+    if len(t.payload) <= SMALL_RUN and _few_merges(t):
         return _expand_small(t)
     budget = _Budget(t)
     if len(t.code) <= MERGES_PER_RUN:
@@ -394,6 +470,22 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
 MERGES_PER_RUN = 1 << 15
 """Frames with more merges than this are decoded in runs of blocks with about this many,
 which bounds the per-merge arrays (a few MB)."""
+
+PYTHON_NODES = 700
+"""Runs of blocks with at most this many merges (blocks weighing ``_BLOCK_WEIGHT`` each)
+build their code expansions in Python (``_MeaningsInPython``): the numpy passes per depth level cost
+more than a Python loop over so few merges (measured on the corpora: frames of one or
+two blocks of text decode in 0.75-0.8x the time)."""
+_BLOCK_WEIGHT = 64
+
+SMALL_RUN = 3000
+"""Runs of blocks with few merges and at most this many payload symbols are decoded all in
+Python (``_expand_small``): joining each symbol's bytes (about 30 ns a symbol) beats the
+numpy calls' fixed cost for so few."""
+
+
+def _few_merges(t: PairTables) -> bool:
+    return len(t.code) + _BLOCK_WEIGHT * len(t.orig_len) <= PYTHON_NODES
 
 
 class _Budget:
@@ -418,6 +510,12 @@ class _Budget:
 
 def _expand_run(t: PairTables, budget: _Budget) -> npt.NDArray[np.uint8]:
     """The vector decoder on one run of blocks, charging its code expansions to *budget*."""
+    if _few_merges(t):
+        meanings = _MeaningsInPython(t, budget)
+        payloads = _Payloads(t, meanings)
+        length, buf, offset = meanings.lay_out()
+        payloads.check_totals(length)
+        return payloads.write(length, buf, offset)
     res = _Resolved(t)
     length, depth = _node_lengths(t, res)
     payloads = _Payloads(t, res)
@@ -442,7 +540,7 @@ class _Payloads:
     afterwards for the whole frame at once.
     """
 
-    def __init__(self, t: PairTables, res: _Resolved) -> None:
+    def __init__(self, t: PairTables, res: _Resolved | _MeaningsInPython) -> None:
         nb = len(t.orig_len)
         self.t = t
         self.res = res
@@ -670,32 +768,39 @@ def _blocks_in_python(t: PairTables) -> Iterator[tuple[int, bytes, _BlockNodes]]
         payload_at += len(payload)
 
 
-SMALL_RUN = 1500
-"""Runs of blocks with at most this many merges and payload bytes together (merges
-weighing ``_MERGE_WEIGHT`` each) go through ``_expand_small``: the fast decoder's fixed
-cost of a few hundred numpy calls outweighs a Python loop over so few items."""
-_MERGE_WEIGHT = 8
-
-
 def _expand_small(t: PairTables) -> npt.NDArray[np.uint8]:
-    """Decode a small run of blocks in Python: every node's expansion as a bytes object
-    (operands first), then each block as the join of its symbols' expansions."""
-    blocks: list[tuple[bytes, _BlockNodes]] = []
-    budget = _Budget(t)
-    for _b, payload, nodes in _blocks_in_python(t):
-        blocks.append((payload, nodes))
-        budget.spend(sum(nodes.length))
+    """Decode a small run of blocks in Python: the nodes merge by merge, then each
+    block as the join of its symbols' expansions."""
+    meanings = _MeaningsInPython(t, _Budget(t)).meanings
     out = bytearray()
-    escapes = _EscapesInPython(t)
-    for b, (payload, nodes) in enumerate(blocks):
-        expansion = list(_LITERALS)
-        for left, right in zip(nodes.left, nodes.right, strict=True):
-            expansion.append(expansion[left] + expansion[right])
-        meaning = [expansion[node] for node in nodes.final]
+    payload = t.payload.tobytes()
+    payload_at = 0
+    for b, (size, n_symbols) in enumerate(zip(t.orig_len.tolist(), t.payload_len.tolist(), strict=True)):
+        meaning = meanings[b]
         block_start = len(out)
-        out += b"".join(map(meaning.__getitem__, payload))
-        escapes.restore(out, block_start, b)
-    return np.frombuffer(out, dtype=np.uint8)
+        limit = block_start + size
+        # a slice of symbols at a time, so that a damaged block is caught early
+        payload_end = hi = payload_at + n_symbols
+        for lo in range(payload_at, payload_end, _SYMBOLS_PER_JOIN):
+            hi = min(lo + _SYMBOLS_PER_JOIN, payload_end)
+            out += b"".join(map(meaning.__getitem__, payload[lo:hi]))
+            if len(out) > limit:
+                break
+        if len(out) != limit:
+            more = " or more" if hi < payload_end else ""
+            raise CorruptDataError(
+                f"block {t.first_block + b}: expands to {len(out) - block_start}{more} bytes, header says {size}"
+            )
+        payload_at += n_symbols
+    expanded = np.frombuffer(out, dtype=np.uint8)
+    if t.escapes is not None:  # numpy's few calls beat a search per escaped byte
+        restore_escapes(expanded, t.orig_len, t.escapes, t.first_block)
+    return expanded
+
+
+_SYMBOLS_PER_JOIN = 256
+"""Symbols ``_expand_small`` joins at once: a damaged block builds at most this many
+times its length before its length is checked."""
 
 
 _LITERALS = tuple(bytes((v,)) for v in range(256))

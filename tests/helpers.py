@@ -65,18 +65,34 @@ def frame_size(size: int) -> Iterator[None]:
 
 def expand_vectorized(t: PairTables) -> bytes:
     """The fast decoder's numpy path, whatever the size of *t*."""
-    with unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", -1):
+    with (
+        unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", -1),
+        unittest.mock.patch.object(bytepair._expand, "PYTHON_NODES", -1),
+    ):
+        return bytepair._expand.expand(t).tobytes()
+
+
+def expand_python_nodes(t: PairTables) -> bytes:
+    """The fast decoder's numpy path with its nodes built in Python, whatever the size of *t*."""
+    with (
+        unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", -1),
+        unittest.mock.patch.object(bytepair._expand, "PYTHON_NODES", 1 << 62),
+    ):
         return bytepair._expand.expand(t).tobytes()
 
 
 def expand_in_python(t: PairTables) -> bytes:
     """The fast decoder's path for small runs of blocks, whatever the size of *t*."""
-    with unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", 1 << 62):
+    with (
+        unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", 1 << 62),
+        unittest.mock.patch.object(bytepair._expand, "PYTHON_NODES", 1 << 62),
+    ):
         return bytepair._expand.expand(t).tobytes()
 
 
 DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
     expand_vectorized,
+    expand_python_nodes,
     expand_in_python,
     bytepair._expand.expand_reference,
 )

@@ -38,7 +38,7 @@ from bytepair._escape import Escapes
 from bytepair._expand import expand_reference
 from bytepair._tables import PairTables
 
-from ..helpers import expand_in_python, expand_vectorized
+from ..helpers import expand_in_python, expand_python_nodes, expand_vectorized
 from . import container as C
 from . import mutators as M
 from . import reference
@@ -458,7 +458,7 @@ class Gage(Target):
 
 
 class Decoders(Target):
-    """``expand`` (both its paths) and ``expand_reference`` on crafted ``PairTables``: they must agree.
+    """``expand`` (all three of its paths) and ``expand_reference`` on crafted ``PairTables``: they must agree.
 
     The one documented difference: the frame budget (all merges of a run of blocks
     expand to at most 4x its size + 64 KiB) is enforced by ``expand`` only; the
@@ -471,6 +471,7 @@ class Decoders(Target):
     weight = 2.0
     decoders: tuple[tuple[str, Any], ...] = (
         ("expand", expand_vectorized),  # the numpy path, whatever the size
+        ("expand_python_nodes", expand_python_nodes),  # ... with its nodes built in Python
         ("expand_small", expand_in_python),  # the path for small runs, whatever the size
         ("expand_reference", expand_reference),
     )
