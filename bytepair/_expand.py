@@ -771,8 +771,8 @@ def _blocks_in_python(t: PairTables) -> Iterator[tuple[int, bytes, _BlockNodes]]
 
 
 def _expand_small(t: PairTables) -> npt.NDArray[np.uint8]:
-    """Decode a small run of blocks in Python: the nodes merge by merge, then each
-    block as the join of its symbols' expansions."""
+    """Decode a small run of blocks in Python: what each byte value means, merge by merge
+    (``_MeaningsInPython``), then each block as the join of its symbols' meanings."""
     meanings = _MeaningsInPython(t, _Budget(t)).meanings
     out = bytearray()
     payload = t.payload.tobytes()

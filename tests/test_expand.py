@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from bytepair import CorruptDataError
 from bytepair._engine import encode_blocks
 from bytepair._expand import expand
 from bytepair._tables import PairTables
-from tests.helpers import DECODERS
+from tests.helpers import DECODERS, expand_in_python, expand_python_nodes, expand_vectorized
 from tests.strategies import blocky_bytes
 
 
@@ -378,5 +380,50 @@ def test_the_expansion_budget_holds_for_a_whole_frame_decoded_in_runs(monkeypatc
     )
     for merges_per_run in (_expand.MERGES_PER_RUN, len(pairs)):
         monkeypatch.setattr(_expand, "MERGES_PER_RUN", merges_per_run)
-        with pytest.raises(CorruptDataError, match="more than 4x the data they describe"):
-            expand(t)
+        for decoder in (expand_vectorized, expand_python_nodes, expand_in_python):  # not the reference: no budget
+            with pytest.raises(CorruptDataError, match="more than 4x the data they describe"):
+                decoder(t)
+
+
+@pytest.mark.parametrize(
+    ("length", "cuts", "path"),
+    [
+        (3_000, [], "_expand_small"),  # one small block: all in Python
+        (30_000, [], "_MeaningsInPython"),  # one block of many symbols: expansions in Python, payload in numpy
+        (60_000, list(range(2_000, 60_000, 2_000)), "_Resolved"),  # 30 blocks: numpy passes per depth level
+    ],
+)
+def test_each_size_of_run_takes_its_path(
+    length: int, cuts: list[int], path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thresholds send a run of blocks to the path that is fastest for its size."""
+    from bytepair import _expand
+
+    taken: list[str] = []
+
+    def spy(name: str) -> Callable[..., Any]:
+        original = getattr(_expand, name)
+
+        def noted(*args: Any) -> Any:
+            taken.append(name)
+            return original(*args)
+
+        return noted
+
+    for name in ("_expand_small", "_MeaningsInPython", "_Resolved"):
+        monkeypatch.setattr(_expand, name, spy(name))
+    data = _texty(length, seed=5)
+    t = tables_for(data, cuts, threshold=3)
+    assert expand(t).tobytes() == data
+    assert taken[0] == path
+
+
+def test_a_payload_far_longer_than_its_block_is_refused_early() -> None:
+    """The Python path joins a slice of symbols at a time and stops at the first slice
+    past the block's length, so it says "or more"; every decoder refuses."""
+    t = one_block([(255, ord("a"), ord("b"))], b"\xff" * 900, 1000)  # 1,800 bytes
+    for decoder in DECODERS:
+        with pytest.raises(CorruptDataError, match="block 0: expands to"):
+            decoder(t)
+    with pytest.raises(CorruptDataError, match="expands to 1024 or more bytes, header says 1000"):
+        expand_in_python(t)
