@@ -308,7 +308,11 @@ class _MeaningsInPython:
             self.meanings.append(meaning)  # type: ignore[arg-type]  # every fresh code is defined now
             merge_at = merge_end
         budget.spend(spent)
-        self.final = np.arange(256 * len(self.meanings), dtype=np.int32)
+
+    @functools.cached_property
+    def final(self) -> npt.NDArray[np.int32]:
+        """Node ids for ``_Payloads``: each ``block * 256 + value`` is its own."""
+        return np.arange(256 * len(self.meanings), dtype=np.int32)
 
     def final_nodes(self, slots: npt.NDArray[np.int64] | npt.NDArray[np.uint8]) -> npt.NDArray[np.int32]:
         return self.final[slots]
@@ -809,7 +813,7 @@ _LITERALS = tuple(bytes((v,)) for v in range(256))
 
 
 class _EscapesInPython:
-    """Each block's escaped bytes put back over its marks, for the Python decoders."""
+    """Each block's escaped bytes put back over its marks, for the reference decoder."""
 
     def __init__(self, t: PairTables) -> None:
         esc = t.escapes
