@@ -35,7 +35,7 @@ import numpy.typing as npt
 from ._buffers import Buffers, per_thread
 from ._errors import CorruptDataError
 from ._escape import restore_escapes
-from ._tables import PairTables, concat_ranges, run_edges
+from ._tables import PairTables, concat_ranges, cumulative_sum, reversed_empty, run_edges
 
 __all__ = ["NODE_BUDGET", "expand", "expand_reference", "node_budget"]
 
@@ -111,17 +111,18 @@ def _chunks(
         head = src + second
     else:
         head = src
-    first = count.cumsum()
+    first = cumulative_sum(count)
     first -= count
     # word positions as a cumulative sum of steps: 16 inside a copy, the second
     # word's offset after the first, a jump from one copy's last word to the next's head
-    step = np.full(int(first[-1] + count[-1]), _W, dtype=np.int64)
+    step = reversed_empty(int(first[-1] + count[-1]))
+    step.fill(_W)
     if not skip_first:
         multi = count > 1
         step[first[multi] + 1] = second[multi]
     step[first[1:]] = head[1:] - (src[:-1] + last[:-1])
     step[0] = head[0]
-    words_src = step.cumsum(out=step)
+    words_src = cumulative_sum(step, out=step)
     words_dst = (dst - src).repeat(count)
     words_dst += words_src
     return words_src, words_dst, first
@@ -401,7 +402,7 @@ def _lay_out(
     m_total = len(ops)
     by_depth = depth[256:].argsort(kind="stable")  # a radix sort for 16-bit depths
     sizes = length[256:][by_depth]
-    starts = sizes.cumsum()
+    starts = cumulative_sum(sizes)
     starts += 256 - sizes
     offset = np.arange(256 + m_total, dtype=np.int64)
     offset[256 + by_depth] = starts
@@ -643,7 +644,7 @@ class _Payloads:
         long_ones = (lengths.reshape(nb, 256).max(axis=1) > _W).tolist()
         most = int(t.payload_len.max())
         sym_len = self.scratch.buffer("length", most, np.int64)
-        at = self.scratch.buffer("at", most, np.int64)
+        at = self.scratch.buffer("at", most, np.int64)[::-1]  # for cumulative_sum
         word = self.scratch.buffer("word", most * _W, np.uint8).view(_WORD)
         payload_at = self.payload_at.tolist()
         orig_len = t.orig_len.tolist()
@@ -662,7 +663,7 @@ class _Payloads:
             block = out_buf[bounds[b] : bounds[b + 1] + _W]
             lengths[tables].take(symbols, out=sym_len[:m], mode="clip")
             at[0] = 0
-            sym_len[: m - 1].cumsum(out=at[1:m])
+            cumulative_sum(sym_len[: m - 1], out=at[1:m])
             total = int(at[m - 1] + sym_len[m - 1])
             if total != orig_len[b]:
                 raise self._length_error(b, total)
@@ -702,7 +703,7 @@ class _Payloads:
         for lo in range(0, len(nodes), _GROUP):
             group_nodes = nodes[lo : lo + _GROUP]
             group_len = self.lengths.take(group_nodes)
-            at = group_len.cumsum(dtype=np.int64)
+            at = cumulative_sum(group_len)
             at -= group_len
             at += written
             written = int(at[-1] + group_len[-1])

@@ -53,7 +53,7 @@ from ._errors import CorruptDataError, OutputLimitError, TruncatedDataError
 from ._expand import NODE_BUDGET, NODE_SLACK, expand, expand_reference
 from ._params import Params
 from ._stream import as_byte_view
-from ._tables import PairTables, concat_ranges
+from ._tables import PairTables, concat_ranges, cumulative_sum, reversed_empty
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
@@ -385,7 +385,9 @@ def _decode_run(
     payload_len = p.payload_len[first:last]
     symbols = buf[concat_ranges(p.payload_start[first:last], payload_len)]
     sym_len = length[np.repeat(np.arange(nb, dtype=np.int64), payload_len) * 256 + symbols]
-    ends = np.concatenate(([0], np.cumsum(sym_len)))
+    ends = reversed_empty(len(sym_len) + 1)
+    ends[0] = 0
+    cumulative_sum(sym_len, out=ends[1:])
     orig_len = np.diff(ends[np.concatenate(([0], np.cumsum(payload_len)))])
     if max_length is not None and produced + int(orig_len.sum()) > max_length:
         raise OutputLimitError(f"output would exceed max_length={max_length} bytes (block {first} onwards)")

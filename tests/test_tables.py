@@ -1,0 +1,59 @@
+"""The shared column helpers: ranges, running sums and runs of blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bytepair._tables import concat_ranges, cumulative_sum, reversed_empty, run_edges
+
+_lengths = st.lists(st.integers(0, 40), max_size=60)
+
+
+@given(_lengths, st.integers(0, 1000))
+def test_concat_ranges_is_the_ranges_one_after_another(lengths: list[int], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, 10_000, len(lengths))
+    expected = [k for s, n in zip(starts.tolist(), lengths, strict=True) for k in range(s, s + n)]
+    got = concat_ranges(starts.astype(np.int64), np.array(lengths, dtype=np.int64))
+    assert got.dtype == np.int64 and got.tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.uint16, np.uint32, np.int32, np.int64])
+@pytest.mark.parametrize("size", [0, 1, 2, 17, 100_000])
+def test_cumulative_sum_matches_numpy(dtype: type[np.generic], size: int) -> None:
+    values = np.random.default_rng(size).integers(0, 2 if dtype is np.bool_ else 200, size).astype(dtype)
+    got = cumulative_sum(values)
+    assert got.dtype == np.int64 and np.array_equal(got, values.cumsum(dtype=np.int64))
+    # the sums behave as an ordinary array: indexing, slicing, copying out
+    assert got.tolist() == np.cumsum(values, dtype=np.int64).tolist()
+    assert np.array_equal(np.arange(size)[got % max(size, 1)], (values.cumsum(dtype=np.int64) % max(size, 1)))
+
+
+def test_cumulative_sum_in_place_and_into_part_of_an_array() -> None:
+    steps = reversed_empty(6)
+    steps[...] = [5, 1, 1, -3, 1, 1]
+    assert cumulative_sum(steps, out=steps) is steps
+    assert steps.tolist() == [5, 6, 7, 4, 5, 6]
+    at = reversed_empty(5)
+    at[0] = 0
+    cumulative_sum(np.array([2, 3, 1, 4], dtype=np.uint32), out=at[1:])
+    assert at.tolist() == [0, 2, 5, 6, 10]
+
+
+@pytest.mark.parametrize(
+    ("weights", "per_run", "edges"),
+    [
+        ([], 10, [0, 0]),
+        ([5], 10, [0, 1]),
+        ([4, 4, 4, 4], 10, [0, 2, 4]),
+        ([6, 6, 6], 10, [0, 1, 3]),
+        ([30, 1, 1], 10, [0, 3]),
+    ],
+)
+def test_run_edges_cut_where_the_running_weight_passes_a_multiple(
+    weights: list[int], per_run: int, edges: list[int]
+) -> None:
+    assert run_edges(np.array(weights, dtype=np.int64), per_run) == edges
