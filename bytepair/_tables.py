@@ -15,7 +15,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from ._escape import Escapes
 
-__all__ = ["PairTables", "concat_ranges", "cumulative_sum", "run_edges"]
+__all__ = ["PairTables", "concat_ranges", "cumulative_sum", "reversed_empty", "run_edges"]
 
 
 @dataclasses.dataclass
@@ -67,8 +67,9 @@ def cumulative_sum(values: npt.NDArray[Any], out: npt.NDArray[np.int64] | None =
     numpy (2.x) accumulates into a contiguous array at about 2.2 ns an item, and
     into any other at about 0.5-1 ns (``timeit``, a million int64 items). So the
     sums go into a reversed view of a contiguous array: read forwards, that view
-    holds them in order, and it serves every caller like any other array. *out*,
-    if given, must be such a view (``reversed_empty``) or a slice of one.
+    holds them in order, and it serves every caller like any other array. *out*
+    should be such a view (``reversed_empty``) or a slice of one; any other array
+    gets the same sums, only more slowly.
     """
     if out is None:
         out = reversed_empty(len(values))
