@@ -6,11 +6,17 @@ Runs each command ``--runs`` times (20), taking turns so that both see the same
 machine, and prints the median wall time of each and its ratio to importing
 numpy, which every bytepair command must do. The small file is made here: a
 few hundred bytes compressed by this checkout. Exit status: 0 done, 1 a command failed, 2 bad option.
+
+Each command first runs once untimed, with ``PYTHONDONTWRITEBYTECODE`` unset, so
+that the timed runs import bytepair from compiled bytecode, as an installed
+package does (pip compiles it at install time; numpy's always is). A checkout
+used with that variable set would otherwise compile its sources on every run.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -45,10 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         content = b"a small file, decompressed to standard output\n" * 8
         small.write_bytes(bytepair.compress(content))
         timed: dict[str, list[float]] = {name: [] for name in commands(small)}
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        for command in commands(small).values():  # writes bytecode; warms the file cache
+            subprocess.run(command, capture_output=True, check=False, env=env)
         for _ in range(args.runs):
             for name, command in commands(small).items():
                 start = time.perf_counter()
-                done = subprocess.run(command, capture_output=True, check=False)
+                done = subprocess.run(command, capture_output=True, check=False, env=env)
                 timed[name].append(time.perf_counter() - start)
                 if done.returncode != 0 or (name.startswith("bytepair") and done.stdout != content):
                     print(f"{PROG}: {name} failed: {done.stderr.decode(errors='replace').strip()}", file=sys.stderr)
