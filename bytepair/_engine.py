@@ -60,6 +60,7 @@ _SENTINEL = 256
 _DEAD = 257
 _MARK = 512  # added to the code of a match while its step runs
 _TABLE = 65536  # cells of one block's pair-count table
+_SORTED_BLOCK = 1 << 16  # longest block whose pairs are sorted block by block: offsets fit 16 bits
 _DESCENDING = np.arange(255, -1, -1, dtype=np.int32)
 _EARLIER = np.tri(256, 256, -1, dtype=np.bool_)  # [i, j]: j comes before i
 
@@ -324,20 +325,44 @@ class _Batch:
 
     # -- the occurrence index -------------------------------------------------
 
-    def _index_initial_pairs(self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.uint8]) -> None:
-        """Count every pair of the batch and index those seen at least ``threshold`` times.
+    def _sorted_pairs(
+        self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.uint8]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint16], npt.NDArray[np.uint8]]:
+        """Where every pair of the batch starts, its 16-bit key and its block, ordered so
+        that each (block, pair)'s occurrences are one run, in position order.
 
-        One stable radix sort of the 16-bit pair keys orders positions by (pair,
-        position), hence by (pair, block, position) as blocks are contiguous.
+        Blocks of at most 64 KiB (all that the format allows) sort each block's pairs
+        as 32-bit items, the key above the offset in the block: numpy sorts those
+        about three times as fast as it argsorts the keys alone with a stable sort
+        (3.5 against 10.3 ns an item on 512 KiB of text), which is what longer blocks get.
         """
         n = self.n
+        lengths = self.bounds[1:] - self.bounds[:-1]
+        if int(lengths.max()) > _SORTED_BLOCK:
+            keys = data[:-1].astype(np.uint16) << 8
+            keys |= data[1:]
+            pos = np.argsort(keys, kind="stable")  # positions, in (pair, position) order
+            pos = pos[self.nxt[pos] != n]  # a block's last byte starts no pair
+            return pos, keys[pos], block_of[pos]
+        items = data[:-1].astype(np.uint32) << 24
+        items |= data[1:].astype(np.uint32) << 16
+        block_at = np.repeat(self.bounds[:-1].astype(np.uint32), lengths)[:-1]
+        items |= np.arange(n - 1, dtype=np.uint32) - block_at  # offset in the block
+        items = np.delete(items, self.bounds[1:-1] - 1)  # pairs across a block end
+        n_pairs = lengths - 1
+        ends = n_pairs.cumsum().tolist()
+        for lo, hi in zip([0, *ends[:-1]], ends, strict=True):
+            items[lo:hi].sort()
+        pair_block = np.repeat(np.arange(self.k, dtype=np.uint8), n_pairs)
+        pos = (items & 0xFFFF).astype(np.int64)
+        pos += np.repeat(self.bounds[:-1], n_pairs)
+        return pos, (items >> 16).astype(np.uint16), pair_block
+
+    def _index_initial_pairs(self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.uint8]) -> None:
+        """Count every pair of the batch and index those seen at least ``threshold`` times."""
+        n = self.n
         ws = self.ws
-        keys = data[:-1].astype(np.uint16) << 8
-        keys |= data[1:]
-        pos = np.argsort(keys, kind="stable")  # positions, in (pair, position) order
-        pos = pos[self.nxt[pos] != n]  # a block's last byte starts no pair
-        keys = keys[pos]
-        blocks = block_of[pos]
+        pos, keys, blocks = self._sorted_pairs(data, block_of)
         kept = self.gn = 0
         index_pos = ws.buffer("index_pos", n + 16, np.int32)
         ws.buffer("index_run", n + 16, np.uint16)  # run lengths beside index_pos; both grow later

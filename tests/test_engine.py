@@ -160,6 +160,32 @@ def test_batches_by_bytes_encode_as_one(monkeypatch: pytest.MonkeyPatch) -> None
         assert np.array_equal(getattr(whole, field.name), getattr(batched, field.name)), field.name
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=blocky_bytes(), cut_seed=st.integers(0, 2**32 - 1))
+def test_pairs_sorted_block_by_block_or_all_at_once_encode_alike(data: bytes, cut_seed: int) -> None:
+    """Blocks of up to 64 KiB index their first pairs by sorting each block; longer ones
+    by one stable sort of the batch: every result must be the same either way."""
+    rng = np.random.default_rng(cut_seed)
+    cuts = sorted(set(rng.integers(1, max(2, len(data)), rng.integers(0, 6)).tolist()) - {len(data)})
+    bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    by_block = encode_blocks(arr, bounds, threshold=2, merges_per_step=8)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_engine, "_SORTED_BLOCK", 0)
+        at_once = encode_blocks(arr, bounds, threshold=2, merges_per_step=8)
+    for field in dataclasses.fields(EncodedBlocks):
+        assert np.array_equal(getattr(by_block, field.name), getattr(at_once, field.name)), field.name
+
+
+def test_a_block_longer_than_64_kib_encodes() -> None:
+    rng = np.random.default_rng(11)
+    words = [b"pair ", b"byte ", b"code ", b"aaaa", b"abab"]
+    data = b"".join(words[w] for w in rng.integers(0, len(words), 16_000))[:70_000]
+    result, _ = run(data, cuts=[3], merges_per_step=8)  # check_counts recounts after every step
+    assert result.payload_len.tolist()[0] == 3 and int(result.n_merges[1]) > 10
+    assert replay(data[3:], result.take(np.array([1]))) == result.take(np.array([1])).payload.tobytes()
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     data=blocky_bytes(),
