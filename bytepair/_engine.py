@@ -655,7 +655,7 @@ class _Batch:
         made = np.bincount(owner, minlength=len(active))
         dec_rows = dec >> 8
         # rows whose maximum may drop: a merged pair held its row's maximum
-        held_max = np.concatenate((merged >> 8, dec_rows[counts[dec] == rowmax[dec_rows]]))
+        held_max = np.concatenate((merged >> 8, np.compress(counts[dec] == rowmax[dec_rows], dec_rows)))
         counts[merged] -= made.astype(np.uint16)
         np.subtract.at(counts, dec, np.uint16(1))
         # each row once: of the entries naming a row, keep the one whose number stuck
@@ -699,7 +699,9 @@ class _Batch:
         # position order.
         new = inc_count >= threshold
         n_before = int(np.count_nonzero(new[: len(i)]))
-        self._append_index(np.concatenate((np.where(p_is_partner, pp, p), i))[new], inc[new], n_before)
+        self._append_index(
+            np.compress(new, np.concatenate((np.where(p_is_partner, pp, p), i))), np.compress(new, inc), n_before
+        )
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
         self.last_replaced = made
