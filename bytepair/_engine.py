@@ -60,7 +60,6 @@ _SENTINEL = 256
 _DEAD = 257
 _MARK = 512  # added to the code of a match while its step runs
 _TABLE = 65536  # cells of one block's pair-count table
-_SORTED_BLOCK = 1 << 16  # longest block whose pairs are sorted block by block: offsets fit 16 bits
 _DESCENDING = np.arange(255, -1, -1, dtype=np.int32)
 _EARLIER = np.tri(256, 256, -1, dtype=np.bool_)  # [i, j]: j comes before i
 
@@ -318,7 +317,7 @@ class _Batch:
         self.last_replaced = np.zeros(0, dtype=np.int64)
 
         try:
-            self._index_initial_pairs(data, block_of)
+            self._index_initial_pairs(data)
         except BaseException:
             self._reset_tables(everything=True)
             raise
@@ -326,43 +325,32 @@ class _Batch:
     # -- the occurrence index -------------------------------------------------
 
     def _sorted_pairs(
-        self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.uint8]
+        self, data: npt.NDArray[np.uint8]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint16], npt.NDArray[np.uint8]]:
         """Where every pair of the batch starts, its 16-bit key and its block, ordered so
         that each (block, pair)'s occurrences are one run, in position order.
 
-        Blocks of at most 64 KiB (all that the format allows) sort each block's pairs
-        as 32-bit items, the key above the offset in the block: numpy sorts those
-        about three times as fast as it argsorts the keys alone with a stable sort
-        (3.5 against 10.3 ns an item on 512 KiB of text), which is what longer blocks get.
+        Each block's keys get a stable argsort of their own: numpy sorts 16-bit keys
+        by radix, whose tables stay in cache for one block (a few ns an item on every
+        machine here). Sorting 32-bit ``pair << 16 | offset`` items instead is faster
+        only where numpy's vectorised sort is (3.5 ns an item on one machine, 18 on
+        another); see benchmarks/README, "The first pair index".
         """
-        n = self.n
-        lengths = self.bounds[1:] - self.bounds[:-1]
-        if int(lengths.max()) > _SORTED_BLOCK:
-            keys = data[:-1].astype(np.uint16) << 8
-            keys |= data[1:]
-            pos = np.argsort(keys, kind="stable")  # positions, in (pair, position) order
-            pos = pos[self.nxt[pos] != n]  # a block's last byte starts no pair
-            return pos, keys[pos], block_of[pos]
-        items = data[:-1].astype(np.uint32) << 24
-        items |= data[1:].astype(np.uint32) << 16
-        block_at = np.repeat(self.bounds[:-1].astype(np.uint32), lengths)[:-1]
-        items |= np.arange(n - 1, dtype=np.uint32) - block_at  # offset in the block
-        items = np.delete(items, self.bounds[1:-1] - 1)  # pairs across a block end
-        n_pairs = lengths - 1
+        keys = data[:-1].astype(np.uint16)
+        keys <<= 8
+        keys |= data[1:]
+        n_pairs = self.bounds[1:] - self.bounds[:-1] - 1  # a block's last byte starts no pair
+        pos = np.empty(int(n_pairs.sum()), dtype=np.int64)
         ends = n_pairs.cumsum().tolist()
-        for lo, hi in zip([0, *ends[:-1]], ends, strict=True):
-            items[lo:hi].sort()
-        pair_block = np.repeat(np.arange(self.k, dtype=np.uint8), n_pairs)
-        pos = (items & 0xFFFF).astype(np.int64)
-        pos += np.repeat(self.bounds[:-1], n_pairs)
-        return pos, (items >> 16).astype(np.uint16), pair_block
+        for lo, hi, start in zip([0, *ends[:-1]], ends, self.bounds[:-1].tolist(), strict=True):
+            np.add(keys[start : start + hi - lo].argsort(kind="stable"), start, out=pos[lo:hi])
+        return pos, keys[pos], np.repeat(np.arange(self.k, dtype=np.uint8), n_pairs)
 
-    def _index_initial_pairs(self, data: npt.NDArray[np.uint8], block_of: npt.NDArray[np.uint8]) -> None:
+    def _index_initial_pairs(self, data: npt.NDArray[np.uint8]) -> None:
         """Count every pair of the batch and index those seen at least ``threshold`` times."""
         n = self.n
         ws = self.ws
-        pos, keys, blocks = self._sorted_pairs(data, block_of)
+        pos, keys, blocks = self._sorted_pairs(data)
         kept = self.gn = 0
         index_pos = ws.buffer("index_pos", n + 16, np.int32)
         ws.buffer("index_run", n + 16, np.uint16)  # run lengths beside index_pos; both grow later
