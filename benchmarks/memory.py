@@ -38,12 +38,10 @@ from typing import BinaryIO
 
 import numpy as np
 
-try:
-    import bytepair
-except ImportError:  # run from a checkout that is not installed: use the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import bytepair
-
+# this checkout's package, even where another copy is installed: a benchmark run
+# from a working tree must time that tree's code
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import bytepair
 from bytepair._file import BytePairFile
 
 CHUNK = 1 << 20

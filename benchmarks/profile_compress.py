@@ -28,14 +28,12 @@ from typing import Any
 
 import numpy as np
 
-try:
-    import bytepair
-except ImportError:  # run from a checkout that is not installed: use the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import bytepair
-
+# this checkout's package, even where another copy is installed: a benchmark run
+# from a working tree must time that tree's code
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _profiling import PhaseTimers, command_line, median_run, print_phases, read_inputs
 
+import bytepair
 from bytepair import _engine
 
 PROG = "profile_compress.py"

@@ -22,12 +22,10 @@ import json
 import sys
 from pathlib import Path
 
-try:
-    import bytepair
-except ImportError:  # run from a checkout that is not installed: use the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import bytepair
-
+# this checkout's package, even where another copy is installed: a benchmark run
+# from a working tree must time that tree's code
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import bytepair
 from bytepair import _bench
 
 PROG = "roundtrip.py"

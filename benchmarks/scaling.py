@@ -26,14 +26,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-try:
-    import bytepair
-except ImportError:  # run from a checkout that is not installed: use the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import bytepair
-
+# this checkout's package, even where another copy is installed: a benchmark run
+# from a working tree must time that tree's code
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _profiling import at_least_one, read_inputs
 from memory import parse_size
+
+import bytepair
 
 PROG = "scaling.py"
 SMALL_PER_LARGE = 3  # small-input calls for each large-input call, in both directions
