@@ -709,7 +709,8 @@ class _Batch:
         else:
             blocks = left = right = code = count = expansion = np.zeros(0, dtype=np.int64)
             fresh = np.zeros(0, dtype=np.bool_)
-        order = np.argsort(blocks, kind="stable")
+        # batch-local block numbers fit a byte, which numpy sorts by radix (int64: ~30 ns an item)
+        order = blocks.astype(np.uint8).argsort(kind="stable")
         alive = self._alive()
         # np.compress, not val[alive]: boolean indexing branches on every item (2.7 against
         # 0.6 ms for a 512 KiB batch of text, half of whose positions are alive)
