@@ -1,13 +1,19 @@
 """Compressing on several cores.
 
-Frames are independent: while this process encodes one frame, ``threads - 1``
-worker processes encode the frames after it, whole, so that the work of a frame
-that cannot be split (cutting blocks, escapes, packing) is spread too. Blocks
-are independent as well: a frame with no other under way (the last of a stream,
-or the only one) is split into one share of blocks per process instead, and
-assembled here. The engine makes many short numpy calls and holds the GIL most
-of the time, so threads would not scale. Frames smaller than ``MIN_SHARE`` per
-worker are encoded here: starting work elsewhere would cost more than it saves.
+Frames are independent: while this process encodes frames, ``threads - 1``
+worker processes encode others, whole, so that the work of a frame that cannot
+be split (cutting blocks, escapes, packing) is spread too. Work waits in one
+queue, oldest first, and goes to whoever is free: a feeder thread per worker
+hands its worker the next item the moment the worker is done, and this process
+takes items itself while more are waiting than the feeders will take next. So
+no worker waits for this process to finish a frame, and nothing waits inside
+the pool, where it could no longer be taken back. Blocks are independent as
+well: a frame with no other after it (the last of a stream, or the only one) is
+split into one share of blocks per process, which go through the same queue,
+and assembled here. The engine makes many short numpy calls and holds the GIL
+most of the time, so threads would not scale. Frames smaller than ``MIN_SHARE``
+per worker are encoded here: starting work elsewhere would cost more than it
+saves.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ import itertools
 import multiprocessing
 import os
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+import weakref
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -26,10 +35,14 @@ from ._codec import encode_frame, run_engine
 from ._engine import EncodedBlocks
 from ._params import Params
 
-__all__ = ["MIN_SHARE", "FrameEncoder", "FramePipeline", "resolve_threads"]
+__all__ = ["MIN_SHARE", "Finished", "FramePipeline", "resolve_threads"]
 
 MIN_SHARE = 1 << 18
 """Least input (256 KiB) worth sending to a worker."""
+
+SPARE_FRAMES = 1
+"""Frames left waiting per worker while this process encodes one: a worker that is
+done before this process takes the next at once."""
 
 
 def resolve_threads(threads: int) -> int:
@@ -60,7 +73,7 @@ def _shared_pool(workers: int) -> ProcessPoolExecutor:
         return pool
 
 
-def _engine_job(data: bytes, bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
+def _engine_job(data: bytes | npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
     return run_engine(np.frombuffer(data, dtype=np.uint8), bounds, params)
 
 
@@ -68,39 +81,105 @@ def _frame_job(chunk: bytes, params: Params) -> tuple[bytes, int]:
     return encode_frame(np.frombuffer(chunk, dtype=np.uint8), params)
 
 
-class FrameEncoder:
-    """Encodes frames one after another, each with up to ``threads`` processes."""
-
-    def __init__(self, params: Params, threads: int) -> None:
-        self.params = params
-        self.workers = resolve_threads(threads)
-        """Processes, this one included."""
-
-    def encode(self, chunk: bytes | bytearray | memoryview) -> tuple[bytes, int]:
-        """The frame for *chunk* and the CRC-32 of *chunk*."""
-        data = np.frombuffer(chunk, dtype=np.uint8)
-        if self.workers == 1 or len(data) < 2 * MIN_SHARE:
-            return encode_frame(data, self.params)
-        return encode_frame(data, self.params, self._run_parallel)
-
-    def _run_parallel(
-        self, data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params
-    ) -> EncodedBlocks:
-        groups = min(self.workers, len(data) // MIN_SHARE, len(bounds) - 1)
-        # cut at the block boundaries nearest to equal shares of bytes
-        targets = np.arange(1, groups) * (len(data) / groups)
-        cuts = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1])))
-        shares = [(int(bounds[a]), int(bounds[b]), bounds[a : b + 1] - bounds[a]) for a, b in itertools.pairwise(cuts)]
-        # this process encodes the first share itself while the workers take the others
-        pool = _shared_pool(self.workers - 1)
-        jobs = [pool.submit(_engine_job, data[lo:hi].tobytes(), local, params) for lo, hi, local in shares[1:]]
-        lo, hi, local = shares[0]
-        here = run_engine(data[lo:hi], local, params)
-        return EncodedBlocks.concatenate([here, *(job.result() for job in jobs)])
-
-
 Finished = tuple[bytes, int, int]
 """A frame, the CRC-32 of its content and the content's length."""
+
+
+class _Failed(NamedTuple):
+    """A job's exception, kept until its result is asked for, in stream order."""
+
+    error: Exception
+
+
+class _WorkQueue:
+    """Jobs not yet started by anyone, and the results of those done.
+
+    Shared by this process's thread and one feeder thread per worker process, under
+    one lock. A job is a module-level function and its arguments, so that it runs
+    the same here or in a worker.
+    """
+
+    def __init__(self, n_feeders: int) -> None:
+        self.cond = threading.Condition()
+        self.waiting: collections.deque[tuple[int, Callable[..., Any], tuple[Any, ...]]] = collections.deque()
+        self.done: dict[int, Any] = {}
+        self.n_feeders = n_feeders
+        self._keys = itertools.count()
+        self._feeders: list[threading.Thread] = []
+        self._closed = False
+
+    def put(self, job: Callable[..., Any], *args: Any) -> int:
+        """Queue *job*; returns the key its result will be under."""
+        with self.cond:
+            key = next(self._keys)
+            self.waiting.append((key, job, args))
+            if not self._feeders:  # started on first use, for the life of the queue
+                for _ in range(self.n_feeders):
+                    feeder = threading.Thread(target=self._feed, name="bytepair-feeder", daemon=True)
+                    feeder.start()
+                    self._feeders.append(feeder)
+            self.cond.notify_all()
+        return key
+
+    def store(self, outcome: Any) -> int:
+        """Keep a result made outside the queue; returns its key."""
+        with self.cond:
+            key = next(self._keys)
+            self.done[key] = outcome
+        return key
+
+    def run_one_here(self, *, unless_at_most: int = 0) -> bool:
+        """Run the oldest waiting job in this thread, if more than *unless_at_most* wait."""
+        with self.cond:
+            if len(self.waiting) <= unless_at_most:
+                return False
+            key, job, args = self.waiting.popleft()
+        try:
+            outcome = job(*args)
+        except Exception as exc:  # kept for its turn, as a worker's would be
+            outcome = _Failed(exc)
+        with self.cond:
+            self.done[key] = outcome
+            self.cond.notify_all()
+        return True
+
+    def result(self, key: int) -> Any:
+        """The result of job *key*, running waiting jobs here until it is done."""
+        while True:
+            with self.cond:
+                if key in self.done:
+                    outcome = self.done.pop(key)
+                    break
+                if not self.waiting:
+                    self.cond.wait()
+                    continue
+            self.run_one_here()
+        if isinstance(outcome, _Failed):
+            raise outcome.error
+        return outcome
+
+    def _feed(self) -> None:
+        while True:
+            with self.cond:
+                while not self.waiting and not self._closed:
+                    self.cond.wait()
+                if self._closed:
+                    return
+                key, job, args = self.waiting.popleft()
+            try:
+                outcome = _shared_pool(self.n_feeders).submit(job, *args).result()
+            except Exception as exc:  # no pool, a broken one, or the job's own error: never lose a job
+                outcome = _Failed(exc)
+            with self.cond:
+                self.done[key] = outcome
+                self.cond.notify_all()
+
+    def close(self) -> None:
+        """Let the feeders end once their current jobs are done; waiting jobs are dropped."""
+        with self.cond:
+            self._closed = True
+            self.waiting.clear()
+            self.cond.notify_all()
 
 
 class FramePipeline:
@@ -108,54 +187,73 @@ class FramePipeline:
 
     Each frame is held until the next one arrives (or the stream ends), so that
     the last frame is known to be last: it is shared block by block among the
-    processes (the workers' shares start once their frames are done), while the
-    others go whole to a free worker, or are encoded here when every worker is
-    busy. At most ``threads + 1`` frames are in memory.
+    processes, while the others go whole to whoever is free. At most about
+    ``2 * threads + 2`` frames are in memory.
     """
 
     def __init__(self, params: Params, threads: int) -> None:
-        self._encoder = FrameEncoder(params, threads)
+        self.params = params
+        self.workers = resolve_threads(threads)
+        """Processes, this one included."""
         self._held: bytes | None = None
-        self._queue: collections.deque[Future[tuple[bytes, int]] | tuple[bytes, int]] = collections.deque()
-        self._lengths: collections.deque[int] = collections.deque()
+        self._order: collections.deque[tuple[int, int]] = collections.deque()  # (key, length), in stream order
+        self._queue: _WorkQueue | None = None
+        if self.workers > 1:
+            self._queue = _WorkQueue(self.workers - 1)
+            weakref.finalize(self, self._queue.close)
 
     def add(self, chunk: bytes | bytearray | memoryview) -> list[Finished]:
         """Take *chunk* as the next frame's content; returns the frames finished so far."""
-        if self._encoder.workers == 1:
-            frame, crc = self._encoder.encode(chunk)
+        queue = self._queue
+        if queue is None:
+            frame, crc = encode_frame(np.frombuffer(chunk, dtype=np.uint8), self.params)
             return [(frame, crc, len(chunk))]
         if self._held is not None:
-            self._start(self._held, last=False)
+            self._order.append((queue.put(_frame_job, self._held, self.params), len(self._held)))
         self._held = bytes(chunk)
-        return self._finished(keep=self._encoder.workers)
+        # leave waiting frames for the workers to take when free; encode the rest here
+        while queue.run_one_here(unless_at_most=SPARE_FRAMES * queue.n_feeders):
+            pass
+        return self._finished(keep=2 * self.workers)
 
     def finish(self) -> list[Finished]:
         """Encode what is held and wait for every frame; returns those not yet returned."""
-        if self._held is not None:
-            held, self._held = self._held, None
-            self._start(held, last=True)
-        return self._finished(keep=0)
+        queue = self._queue
+        if queue is None or self._held is None:
+            return self._finished(keep=0)
+        held, self._held = self._held, None
+        data = np.frombuffer(held, dtype=np.uint8)
+        share = self._share if len(data) >= 2 * MIN_SHARE else run_engine
+        # the frames before it go first: they are the oldest in the queue
+        frame, crc = encode_frame(data, self.params, share)
+        self._order.append((queue.store((frame, crc)), len(held)))
+        finished = self._finished(keep=0)
+        queue.close()
+        return finished
 
-    def _start(self, chunk: bytes, *, last: bool) -> None:
-        running = sum(isinstance(item, Future) and not item.done() for item in self._queue)
-        if last:  # shared block by block; the workers' shares wait for their frames
-            self._queue.append(self._encoder.encode(chunk))
-        elif running < self._encoder.workers - 1:
-            self._queue.append(_shared_pool(self._encoder.workers - 1).submit(_frame_job, chunk, self._encoder.params))
-        else:
-            self._queue.append(_frame_job(chunk, self._encoder.params))
-        self._lengths.append(len(chunk))
+    def _share(self, data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
+        """The engine's run over *data*, as one share of blocks per process, through the queue."""
+        assert self._queue is not None
+        groups = min(self.workers, len(data) // MIN_SHARE, len(bounds) - 1)
+        # cut at the block boundaries nearest to equal shares of bytes
+        targets = np.arange(1, groups) * (len(data) / groups)
+        cuts = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1])))
+        keys = [
+            self._queue.put(_engine_job, data[bounds[a] : bounds[b]], bounds[a : b + 1] - bounds[a], params)
+            for a, b in itertools.pairwise(cuts)
+        ]
+        return EncodedBlocks.concatenate([self._queue.result(key) for key in keys])
 
     def _finished(self, *, keep: int) -> list[Finished]:
-        """The frames done at the head of the queue, waiting for the head while more
-        than *keep* frames are queued (so a slow worker cannot make frames pile up)."""
+        """The frames done at the head of the stream, waiting for (and helping with) the
+        head while more than *keep* frames are not yet returned."""
         out: list[Finished] = []
-        while self._queue:
-            head = self._queue[0]
-            if isinstance(head, Future):
-                if len(self._queue) <= keep and not head.done():
-                    break
-                head = head.result()
-            self._queue.popleft()
-            out.append((*head, self._lengths.popleft()))
+        queue = self._queue
+        while queue is not None and self._order:
+            key, length = self._order[0]
+            if key not in queue.done and len(self._order) <= keep:
+                break
+            frame, crc = queue.result(key)
+            self._order.popleft()
+            out.append((frame, crc, length))
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -57,34 +58,56 @@ def test_streamed_pieces_with_threads_give_the_same_stream(monkeypatch: pytest.M
     assert bytepair.decompress(out) == data
 
 
-class _SlowFuture(Future):  # type: ignore[type-arg]
-    """A worker's frame that is never done until asked for: the slowest worker there is."""
-
-    def __init__(self, job: Callable[..., Any], *args: Any) -> None:
-        super().__init__()
-        self._job, self._args = job, args
-
-    def done(self) -> bool:
-        return False
-
-    def result(self, timeout: float | None = None) -> Any:
-        return self._job(*self._args)
-
-
 class _SlowPool:
-    def submit(self, job: Callable[..., Any], *args: Any) -> _SlowFuture:
-        return _SlowFuture(job, *args)
+    """A worker that takes its time over every job: the slowest worker there is, in a thread."""
+
+    def submit(self, job: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        time.sleep(0.05)
+        future.set_result(job(*args))
+        return future
 
 
 def test_a_slow_worker_does_not_make_frames_pile_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "_shared_pool", lambda workers: _SlowPool())
     params = resolve_params(5, block_size=3000)
-    parts = chunks(8, 20_000)
+    parts = chunks(12, 20_000)
     pipeline = parallel.FramePipeline(params, 2)
     finished = []
     for part in parts:
         finished += pipeline.add(part)
-        assert len(pipeline._queue) <= 2, "at most threads frames wait behind the head, plus the one held"
+        assert len(pipeline._order) <= 2 * pipeline.workers, "frames not yet returned are bounded"
     finished += pipeline.finish()
     expected = [encode_frame(np.frombuffer(part, dtype=np.uint8), params) for part in parts]
     assert [(frame, crc) for frame, crc, _ in finished] == expected
+
+
+class _FailingPool:
+    """A worker whose every job fails."""
+
+    def submit(self, job: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_exception(MemoryError("worker out of memory"))
+        return future
+
+
+def test_a_worker_error_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "_shared_pool", lambda workers: _FailingPool())
+    params = resolve_params(5, block_size=3000)
+    pipeline = parallel.FramePipeline(params, 2)
+    with pytest.raises(MemoryError, match="worker out of memory"):
+        for part in chunks(6, 20_000):
+            pipeline.add(part)
+        pipeline.finish()
+
+
+def test_no_worker_processes_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pool(workers: int) -> None:
+        raise OSError("cannot start worker processes")
+
+    monkeypatch.setattr(parallel, "_shared_pool", no_pool)
+    pipeline = parallel.FramePipeline(resolve_params(5, block_size=3000), 2)
+    with pytest.raises(OSError, match="cannot start worker processes"):
+        for part in chunks(6, 20_000):
+            pipeline.add(part)
+        pipeline.finish()
