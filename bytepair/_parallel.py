@@ -88,7 +88,7 @@ Finished = tuple[bytes, int, int]
 class _Failed(NamedTuple):
     """A job's exception, kept until its result is asked for, in stream order."""
 
-    error: Exception
+    error: BaseException
 
 
 class _WorkQueue:
@@ -136,8 +136,13 @@ class _WorkQueue:
             key, job, args = self.waiting.popleft()
         try:
             outcome = job(*args)
-        except Exception as exc:  # kept for its turn, as a worker's would be
-            outcome = _Failed(exc)
+        except BaseException as exc:  # kept for its turn, as a worker's would be
+            with self.cond:
+                self.done[key] = _Failed(exc)
+                self.cond.notify_all()
+            if not isinstance(exc, Exception):  # an interrupt stops the caller now, and the stream for good
+                raise
+            return True
         with self.cond:
             self.done[key] = outcome
             self.cond.notify_all()
@@ -148,7 +153,9 @@ class _WorkQueue:
         while True:
             with self.cond:
                 if key in self.done:
-                    outcome = self.done.pop(key)
+                    outcome = self.done[key]
+                    if not isinstance(outcome, _Failed):  # a failure stays: asked again, raised again
+                        del self.done[key]
                     break
                 if not self.waiting:
                     self.cond.wait()
@@ -168,7 +175,7 @@ class _WorkQueue:
                 key, job, args = self.waiting.popleft()
             try:
                 outcome = _shared_pool(self.n_feeders).submit(job, *args).result()
-            except Exception as exc:  # no pool, a broken one, or the job's own error: never lose a job
+            except BaseException as exc:  # no pool, a broken one, the job's own error: never lose a job
                 outcome = _Failed(exc)
             with self.cond:
                 self.done[key] = outcome

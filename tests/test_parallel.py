@@ -111,3 +111,41 @@ def test_no_worker_processes_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPa
         for part in chunks(6, 20_000):
             pipeline.add(part)
         pipeline.finish()
+
+
+def _interrupted() -> None:
+    raise KeyboardInterrupt
+
+
+class _InterruptedPool:
+    """A worker interrupted in its job (Ctrl-C reaches the whole process group)."""
+
+    def submit(self, job: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_exception(KeyboardInterrupt())
+        return future
+
+
+def test_an_interrupted_job_here_is_not_lost() -> None:
+    queue = parallel._WorkQueue(0)  # no workers: every job runs here
+    key = queue.put(_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        queue.result(key)
+    assert key in queue.done, "the interrupted job's outcome is kept"
+    for _ in range(2):  # asked again: raised again, not waited for forever
+        with pytest.raises(KeyboardInterrupt):
+            queue.result(key)
+
+
+def test_an_interrupted_worker_job_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "_shared_pool", lambda workers: _InterruptedPool())
+    queue = parallel._WorkQueue(1)
+    key = queue.put(_interrupted)
+    for _ in range(2000):  # let the feeder take the job and hear back from its worker
+        if key in queue.done:
+            break
+        time.sleep(0.001)
+    assert key in queue.done, "the feeder kept the worker's interrupt"
+    with pytest.raises(KeyboardInterrupt):
+        queue.result(key)
+    queue.close()
