@@ -498,7 +498,9 @@ class BytePairFile(io.BufferedIOBase):
         if self._mode == _CLOSED:
             return
         try:
-            if self._compressor is not None:
+            # after a failed write the stream stays without its end (readers call it
+            # truncated): the error was raised then, and is not raised again here
+            if self._compressor is not None and not self._compressor._has_failed():
                 self._fp.write(self._compressor.flush())
         finally:
             try:

@@ -151,6 +151,7 @@ class BytePairCompressor:
         self._pending = bytearray()
         self._started = False
         self._finished = False
+        self._failed: BaseException | None = None  # an error in a call whose output was lost with it
         self._tally = StreamTally()
         self._busy = _Busy("BytePairCompressor")
 
@@ -169,36 +170,60 @@ class BytePairCompressor:
         """Feed *data*; returns whatever compressed bytes are ready (often ``b""``)."""
         view = as_byte_view(data)
         with self._busy:
+            self._refuse_if_failed()
             if self._finished:
                 raise ValueError("compressor has been flushed")
-            parts = [self._header()]
-            if self._pending or len(view) < FRAME_SIZE:
-                self._pending += view
-                view = memoryview(b"")
-            whole = len(self._pending) - len(self._pending) % FRAME_SIZE
-            for lo in range(0, whole, FRAME_SIZE):
-                parts += self._counted(self._frames.add(self._pending[lo : lo + FRAME_SIZE]))
-            del self._pending[:whole]
-            # a large input is encoded straight from the caller's buffer
-            whole = len(view) - len(view) % FRAME_SIZE
-            for lo in range(0, whole, FRAME_SIZE):
-                parts += self._counted(self._frames.add(view[lo : lo + FRAME_SIZE]))
-            self._pending += view[whole:]
-            return b"".join(parts)
+            try:
+                return self._compress(view)
+            except BaseException as exc:
+                self._failed = exc
+                raise
+
+    def _has_failed(self) -> bool:
+        """A call raised: output it had computed was lost with it, so the stream cannot go on."""
+        return self._failed is not None
+
+    def _refuse_if_failed(self) -> None:
+        if self._failed is not None:
+            raise ValueError(
+                f"compressor failed earlier ({type(self._failed).__name__}: {self._failed}); "
+                "its stream is incomplete, start a new one"
+            ) from self._failed
+
+    def _compress(self, view: memoryview) -> bytes:
+        parts = [self._header()]
+        if self._pending or len(view) < FRAME_SIZE:
+            self._pending += view
+            view = memoryview(b"")
+        whole = len(self._pending) - len(self._pending) % FRAME_SIZE
+        for lo in range(0, whole, FRAME_SIZE):
+            parts += self._counted(self._frames.add(self._pending[lo : lo + FRAME_SIZE]))
+        del self._pending[:whole]
+        # a large input is encoded straight from the caller's buffer
+        whole = len(view) - len(view) % FRAME_SIZE
+        for lo in range(0, whole, FRAME_SIZE):
+            parts += self._counted(self._frames.add(view[lo : lo + FRAME_SIZE]))
+        self._pending += view[whole:]
+        return b"".join(parts)
 
     def flush(self) -> bytes:
         """Compress what is left and end the stream; the compressor cannot be used after."""
         with self._busy:
+            self._refuse_if_failed()
             if self._finished:
                 raise ValueError("repeated call to flush()")
             self._finished = True
-            parts = [self._header()]
-            if self._pending:
-                parts += self._counted(self._frames.add(bytes(self._pending)))
-                self._pending.clear()
-            parts += self._counted(self._frames.finish())
-            parts.append(self._tally.pack_end())
-            return b"".join(parts)
+            try:
+                parts = [self._header()]
+                if self._pending:
+                    parts += self._counted(self._frames.add(bytes(self._pending)))
+                    self._pending.clear()
+                parts += self._counted(self._frames.finish())
+                parts.append(self._tally.pack_end())
+                return b"".join(parts)
+            except BaseException as exc:
+                self._failed = exc
+                raise
 
 
 class BytePairDecompressor:

@@ -697,3 +697,31 @@ def test_error_positions_are_absolute() -> None:
     damaged[len(SMALL) + 7] ^= 1  # the second stream header's check
     with pytest.raises(CorruptDataError, match=rf"byte {len(SMALL)}\b"):
         read_all(bytes(damaged))
+
+
+def test_a_failed_write_leaves_a_truncated_stream_and_the_first_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing after a failed write neither raises a second error over the first nor
+    ends the stream as if nothing were missing: readers call it truncated."""
+    monkeypatch.setattr(bytepair._stream, "FRAME_SIZE", 4096)
+    path = tmp_path / "interrupted.bp"
+    data = b"a file whose writing is interrupted " * 2000
+
+    with pytest.raises(KeyboardInterrupt), bytepair.open(path, "wb") as f:
+        f.write(data[:1000])
+        assert isinstance(f, BytePairFile) and f._compressor is not None
+        frames = f._compressor._frames
+        add = frames.add
+        calls = iter(range(1_000_000))
+
+        def interrupted_once(chunk: bytes) -> list[tuple[bytes, int, int]]:
+            if next(calls) == 1:  # the second frame: the first one's output is lost with the call
+                raise KeyboardInterrupt
+            return add(chunk)
+
+        monkeypatch.setattr(frames, "add", interrupted_once)
+        f.write(data[1000:])
+    assert f.closed
+    with pytest.raises(TruncatedDataError):
+        bytepair.decompress(path.read_bytes())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 
 import pytest
@@ -28,6 +29,26 @@ def test_compressor_refuses_use_after_flush() -> None:
     with pytest.raises(ValueError):
         c.compress(b"more")
     with pytest.raises(ValueError):
+        c.flush()
+
+
+def _out_of_memory(chunk: object) -> list[tuple[bytes, int, int]]:
+    raise MemoryError("no room for a frame")
+
+
+def test_a_failed_call_ends_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output the failed call had made (the header, earlier frames) is gone with it:
+    going on would write a stream missing them, so every later call refuses."""
+    monkeypatch.setattr(bytepair._stream, "FRAME_SIZE", 4096)
+    c = BytePairCompressor()
+    monkeypatch.setattr(c._frames, "add", _out_of_memory)
+    with pytest.raises(MemoryError):
+        c.compress(DATA)
+    with pytest.raises(
+        ValueError, match=re.escape("failed earlier (MemoryError: no room for a frame); its stream is incomplete")
+    ):
+        c.compress(b"more")
+    with pytest.raises(ValueError, match="failed earlier"):
         c.flush()
 
 
