@@ -137,16 +137,16 @@ class _WorkQueue:
         try:
             outcome = job(*args)
         except BaseException as exc:  # kept for its turn, as a worker's would be
-            with self.cond:
-                self.done[key] = _Failed(exc)
-                self.cond.notify_all()
-            if not isinstance(exc, Exception):  # an interrupt stops the caller now, and the stream for good
-                raise
-            return True
+            outcome = _Failed(exc)
+        self._settle(key, outcome)
+        if isinstance(outcome, _Failed) and not isinstance(outcome.error, Exception):
+            raise outcome.error  # an interrupt stops the caller now, and the stream for good
+        return True
+
+    def _settle(self, key: int, outcome: Any) -> None:
         with self.cond:
             self.done[key] = outcome
             self.cond.notify_all()
-        return True
 
     def result(self, key: int) -> Any:
         """The result of job *key*, running waiting jobs here until it is done."""
@@ -177,9 +177,7 @@ class _WorkQueue:
                 outcome = _shared_pool(self.n_feeders).submit(job, *args).result()
             except BaseException as exc:  # no pool, a broken one, the job's own error: never lose a job
                 outcome = _Failed(exc)
-            with self.cond:
-                self.done[key] = outcome
-                self.cond.notify_all()
+            self._settle(key, outcome)
 
     def close(self) -> None:
         """Let the feeders end once their current jobs are done; waiting jobs are dropped."""
