@@ -29,6 +29,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ._core import compress, decompress
+from ._parallel import MIN_SHARE, resolve_threads
 from ._params import DEFAULT_LEVEL, LEVELS
 
 __all__ = [
@@ -70,6 +71,9 @@ packages in later versions (pathlib, zipfile): real source text, on every machin
 
 Compressor = Callable[[bytes], bytes]
 
+WARM_UP_BYTES = 65536
+"""Input of a codec's untimed first round trip, unless it needs more."""
+
 
 class RoundTripError(RuntimeError):
     """A codec did not give back the input it was handed: the benchmark is void."""
@@ -77,11 +81,17 @@ class RoundTripError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Codec:
-    """A named pair of one-shot functions; the benchmark knows codecs by these only."""
+    """A named pair of one-shot functions; the benchmark knows codecs by these only.
+
+    ``warm_up`` is how many bytes its untimed first round trip takes: enough to
+    start whatever the codec starts on first use (worker processes, for
+    ``threads`` other than 1), so that no timed run pays for it.
+    """
 
     name: str
     compress: Compressor
     decompress: Compressor
+    warm_up: int = WARM_UP_BYTES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,6 +318,8 @@ def default_codecs(levels: Sequence[int], threads: Sequence[int] = (1,)) -> list
             f"bytepair-{level}" + ("" if n_threads == 1 else f"-T{n_threads}"),
             functools.partial(compress, level=level, threads=n_threads),
             decompress,
+            # a share of MIN_SHARE bytes for every process starts every worker
+            WARM_UP_BYTES if n_threads == 1 else resolve_threads(n_threads) * MIN_SHARE,
         )
         for level in levels
         for n_threads in threads
@@ -400,9 +412,9 @@ def run_benchmark(
 
     data_list = [(name, bytes(data)) for name, data in inputs]
     first_name, first_data = data_list[0]
-    warm = first_data[:65536]
-    for codec in codec_list:  # first calls pay for imports and caches; no run should
-        _round_trip(codec, f"{first_name} (warm-up on its first {len(warm)} bytes)", warm, timer)
+    for codec in codec_list:  # first calls pay for imports, caches and workers; no run should
+        warm = _warm_up_input(first_data, codec.warm_up)
+        _round_trip(codec, f"{first_name} (warm-up on {len(warm)} bytes of it)", warm, timer)
 
     sizes: dict[tuple[str, str], int] = {}
     c_times: dict[tuple[str, str], list[float]] = {}
@@ -434,6 +446,13 @@ def run_benchmark(
         measurements=measurements,
         machine=machine_info(),
     )
+
+
+def _warm_up_input(data: bytes, size: int) -> bytes:
+    """*size* bytes of *data*, repeated as often as it takes (an empty input stays empty)."""
+    if not data:
+        return data
+    return (data * -(-size // len(data)))[:size]
 
 
 def machine_info() -> dict[str, Any]:

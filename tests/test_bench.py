@@ -70,7 +70,7 @@ def test_zlib_size_is_what_zlib_gives(result: _bench.BenchResult) -> None:
 
 
 def test_broken_codec_is_caught_and_named() -> None:
-    broken = Codec("broken", identity, lambda data: data[:-1] + b"?")
+    broken = Codec("broken", identity, lambda data: data[:-1] + b"?", warm_up=len(TEXT))
     with pytest.raises(_bench.RoundTripError, match=rf"broken on text\.txt.*first difference at byte {len(TEXT) - 1}"):
         _bench.run_benchmark(
             [("text.txt", TEXT)], levels=[DEFAULT_LEVEL], runs=1, codecs=[Codec("ok", identity, identity), broken]
@@ -106,6 +106,49 @@ def test_codecs_are_interleaved_within_each_run() -> None:
     _bench.run_benchmark(INPUTS[:1], levels=[1], runs=3, codecs=[recording("a"), recording("b"), recording("c")])
     timed = calls[3:]  # after one warm-up call each
     assert [sorted(timed[i : i + 3]) for i in range(0, 9, 3)] == [["a", "b", "c"]] * 3
+
+
+def test_each_codec_warms_up_on_as_many_bytes_as_it_asks() -> None:
+    first_calls: dict[str, bytes] = {}
+
+    def recording(name: str, warm_up: int) -> Codec:
+        def comp(data: bytes) -> bytes:
+            first_calls.setdefault(name, data)
+            return data
+
+        return Codec(name, comp, identity, warm_up)
+
+    short = [("short.txt", b"abc"), ("long.txt", TEXT)]
+    _bench.run_benchmark(short, levels=[1], runs=1, codecs=[recording("small", 2), recording("big", 10)])
+    # the first input, cut or repeated to the size asked; never a timed input
+    assert first_calls == {"small": b"ab", "big": b"abcabcabca"}
+
+
+def test_threaded_codecs_warm_up_on_enough_input_to_start_every_worker() -> None:
+    from bytepair._parallel import MIN_SHARE, resolve_threads
+
+    codecs = {c.name: c for c in _bench.default_codecs([DEFAULT_LEVEL], threads=(1, 0, 3))}
+    assert codecs[f"bytepair-{DEFAULT_LEVEL}"].warm_up == _bench.WARM_UP_BYTES
+    assert codecs[f"bytepair-{DEFAULT_LEVEL}-T0"].warm_up == resolve_threads(0) * MIN_SHARE
+    assert codecs[f"bytepair-{DEFAULT_LEVEL}-T3"].warm_up == 3 * MIN_SHARE
+    assert codecs["zlib-6"].warm_up == _bench.WARM_UP_BYTES
+
+
+def test_threaded_warm_up_starts_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bytepair._parallel as parallel
+
+    started: list[int] = []
+    real_pool = parallel._shared_pool
+
+    def counting_pool(n: int) -> object:
+        started.append(n)
+        return real_pool(n)
+
+    monkeypatch.setattr(parallel, "_shared_pool", counting_pool)
+    (codec,) = [c for c in _bench.default_codecs([1], threads=(2,)) if c.name == "bytepair-1-T2"]
+    # a small input would never reach a worker; its warm-up must
+    _bench.run_benchmark([("small.txt", TEXT[:5000])], levels=[1], runs=1, codecs=[codec])
+    assert started == [1], "the warm-up must hand a share to the one worker"
 
 
 def test_figures_come_from_medians_and_sums() -> None:
