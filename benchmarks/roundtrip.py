@@ -96,6 +96,7 @@ def plot(result: _bench.BenchResult, path: str) -> None:
     """Totals as two scatters, ratio against compress and against decompress speed:
     the lower right is the place to be."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -110,14 +111,24 @@ def plot(result: _bench.BenchResult, path: str) -> None:
             ax.scatter([x], [r.ratio], color="C3" if r.codec.startswith("bytepair") else "C0")
             ax.annotate(r.codec, (x, r.ratio), textcoords="offset points", xytext=(5, 4), fontsize=8)
         ax.set_xscale("log")
+        # plain numbers (20, not 2x10^1) on the log axis, between powers of ten only at 2x and 5x
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_minor_tick))
         ax.set_xlabel(f"{label} speed (MB/s, log scale)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("ratio (compressed / original, lower is better)")
     n_files = len(result.files)
-    fig.suptitle(f"bytepair {bytepair.__version__}: {n_files} files, median of {result.runs} runs")
+    files = "1 file" if n_files == 1 else f"{n_files} files"
+    runs = "1 run" if result.runs == 1 else f"median of {result.runs} runs"
+    fig.suptitle(f"bytepair {bytepair.__version__}: {files}, {runs}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _minor_tick(value: float, _: object) -> str:
+    mantissa = f"{value:.0e}"[0]
+    return f"{value:g}" if mantissa in "25" else ""
 
 
 def fail(message: str, status: int) -> int:
