@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import bytepair._expand
+import bytepair._parallel
 import bytepair._stream
 from bytepair import BytePairError
 from bytepair._tables import PairTables
@@ -97,3 +98,17 @@ DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
     bytepair._expand.expand_reference,
 )
 """Every way a run of blocks can be decoded: they must agree, and refuse alike."""
+
+
+def record_pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The worker count of every pool the parallel pipeline asks for, from now on
+    (the pools are real): a test can see that work reached a worker."""
+    asked: list[int] = []
+    real_pool = bytepair._parallel._shared_pool
+
+    def recording_pool(workers: int) -> object:
+        asked.append(workers)
+        return real_pool(workers)
+
+    monkeypatch.setattr(bytepair._parallel, "_shared_pool", recording_pool)
+    return asked

@@ -17,7 +17,7 @@ import pytest
 import bytepair
 from bytepair import DEFAULT_LEVEL, _bench
 from bytepair._bench import Codec
-from tests.helpers import REPO
+from tests.helpers import REPO, record_pools
 
 SCRIPT = REPO / "benchmarks" / "roundtrip.py"
 TEXT = b"the quick brown fox jumps over the lazy dog; " * 200 + bytes(range(256))
@@ -135,16 +135,7 @@ def test_threaded_codecs_warm_up_on_enough_input_to_start_every_worker() -> None
 
 
 def test_threaded_warm_up_starts_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bytepair._parallel as parallel
-
-    started: list[int] = []
-    real_pool = parallel._shared_pool
-
-    def counting_pool(n: int) -> object:
-        started.append(n)
-        return real_pool(n)
-
-    monkeypatch.setattr(parallel, "_shared_pool", counting_pool)
+    started = record_pools(monkeypatch)
     (codec,) = [c for c in _bench.default_codecs([1], threads=(2,)) if c.name == "bytepair-1-T2"]
     # a small input would never reach a worker; its warm-up must
     _bench.run_benchmark([("small.txt", TEXT[:5000])], levels=[1], runs=1, codecs=[codec])

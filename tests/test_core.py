@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import bytepair
 from bytepair import CorruptDataError, OutputLimitError, TruncatedDataError
-from tests.helpers import corpus_files
+from tests.helpers import corpus_files, record_pools
 from tests.strategies import blocky_bytes
 
 HARD_CASES = {
@@ -184,14 +184,7 @@ def test_threads_give_identical_output(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream, "FRAME_SIZE", 40_000)  # several frames...
     monkeypatch.setattr(parallel_module, "MIN_SHARE", 4_000)  # ...each shared among processes
     serial = bytepair.compress(data, block_size=3000)
-    pools: list[int] = []
-    real_pool = parallel_module._shared_pool
-
-    def counting_pool(n: int) -> object:
-        pools.append(n)
-        return real_pool(n)
-
-    monkeypatch.setattr(parallel_module, "_shared_pool", counting_pool)
+    pools = record_pools(monkeypatch)
     parallel = bytepair.compress(data, block_size=3000, threads=3)
     assert pools and set(pools) == {2}, "frames must be shared with two worker processes"
     assert serial == parallel
