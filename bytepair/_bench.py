@@ -556,14 +556,15 @@ def to_json(result: BenchResult) -> dict[str, Any]:
     }
 
 
-def bench_command(paths: list[str], *, levels: list[int] | None, runs: int, out: TextIO) -> int:
+def bench_command(paths: list[str], *, levels: list[int] | None, runs: int, out: TextIO, threads: int = 1) -> int:
     """``bytepair -b``: benchmark *paths* (the built-in sample when empty) at *levels*
-    (the default level when None) and print the Markdown tables to *out*.
+    (the default level when None) with *threads* (``-T``, as ``zstd -b -T`` does) and
+    print the Markdown tables to *out*.
 
     Returns 0. Bad paths raise ``OSError``/``ValueError`` and a failed round trip
     ``RoundTripError``; turning them into messages is the caller's business.
     """
     inputs = collect_inputs(paths) if paths else sample_files()
-    result = run_benchmark(inputs, levels=levels or [DEFAULT_LEVEL], runs=runs)
+    result = run_benchmark(inputs, levels=levels or [DEFAULT_LEVEL], runs=runs, threads=(threads,))
     out.write(format_table(result, per_file=True))
     return 0

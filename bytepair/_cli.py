@@ -47,6 +47,7 @@ examples:
   {PROG} -l *.bp                  frames, blocks, sizes, ratio and CRC-32 of each file
   {PROG} -t *.bp                  check files without writing anything
   {PROG} -b -1 -9 file            benchmark levels 1 and 9 on file
+  {PROG} -b -T0 file              benchmark the default level on every core
   {PROG} explain ...              see how data is compressed ('{PROG} explain -h')
 
 A file named 'explain' is compressed with '{PROG} -- explain' or '{PROG} ./explain'.
@@ -157,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_threads,
         default=1,
         metavar="N",
-        help="compress with N worker processes (0: one per core; default 1)",
+        help="compress with N worker processes (0: one per core; default 1); with -b, benchmark that",
     )
     comp.add_argument("--runs", type=_runs, default=5, metavar="N", help="with -b: runs per input and codec (5)")
     msg = parser.add_argument_group("messages")
@@ -485,7 +486,9 @@ class _Run:
 
         levels = sorted(set(self.opts.levels)) if self.opts.levels else None
         try:
-            return _bench.bench_command(list(self.opts.files), levels=levels, runs=self.opts.runs, out=sys.stdout)
+            return _bench.bench_command(
+                list(self.opts.files), levels=levels, runs=self.opts.runs, out=sys.stdout, threads=self.opts.threads
+            )
         except OSError as exc:
             if exc.filename is None:  # its own message, e.g. "no such file or folder: X"
                 print(f"{PROG}: {exc}", file=sys.stderr, flush=True)

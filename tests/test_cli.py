@@ -684,6 +684,14 @@ def test_bench_runs_on_files(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("bytepair: ") and "missing" in lines[0], lines
 
 
+def test_bench_measures_the_threads_asked_for(tmp_path: Path) -> None:
+    (tmp_path / "small").write_bytes(text(3000))
+    proc = run("-b", "-T2", "--runs", "1", "-1", "small", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, b""), proc.stderr
+    codecs = {line.split("|")[2].strip() for line in proc.stdout.decode().splitlines() if line.startswith("| small")}
+    assert "bytepair-1-T2" in codecs and "bytepair-1" not in codecs, codecs
+
+
 def test_explain_is_delegated_and_a_file_named_explain_can_be_compressed(tmp_path: Path) -> None:
     proc = run("explain", "--help", cwd=tmp_path)
     assert proc.returncode == 0
