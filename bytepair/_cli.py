@@ -97,6 +97,9 @@ def _counter(what: str, least: int, meaning: str = "") -> Callable[[str], int]:
     return parse
 
 
+BENCH_RUNS = 5
+"""Runs per input and codec of ``-b`` unless ``--runs`` says otherwise."""
+
 _threads = _counter("thread count", 0, " (all cores)")
 _runs = _counter("number of runs", 1)
 
@@ -160,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="compress with N worker processes (0: one per core; default 1); with -b, benchmark that",
     )
-    comp.add_argument("--runs", type=_runs, default=5, metavar="N", help="with -b: runs per input and codec (5)")
+    comp.add_argument("--runs", type=_runs, metavar="N", help=f"with -b: runs per input and codec ({BENCH_RUNS})")
     msg = parser.add_argument_group("messages")
     msg.add_argument("-v", "--verbose", action="count", default=0, help="say what was done to each file")
     msg.add_argument("-q", "--quiet", action="count", default=0, help="no progress line")
@@ -200,6 +203,8 @@ def _mode(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> str:
         opts.suffix = GAGE_SUFFIX if opts.format == "gage" else DEFAULT_SUFFIX
     if not opts.suffix or os.sep in opts.suffix or (os.altsep and os.altsep in opts.suffix):
         parser.error(f"invalid suffix {opts.suffix!r}")
+    if opts.runs is not None and mode != "bench":
+        parser.error("--runs applies only to -b")
     if opts.format == "gage" and mode in ("list", "bench"):
         parser.error(f"--format gage cannot be used with {flag}")
     return mode
@@ -487,7 +492,11 @@ class _Run:
         levels = sorted(set(self.opts.levels)) if self.opts.levels else None
         try:
             return _bench.bench_command(
-                list(self.opts.files), levels=levels, runs=self.opts.runs, out=sys.stdout, threads=self.opts.threads
+                list(self.opts.files),
+                levels=levels,
+                runs=BENCH_RUNS if self.opts.runs is None else self.opts.runs,
+                out=sys.stdout,
+                threads=self.opts.threads,
             )
         except OSError as exc:
             if exc.filename is None:  # its own message, e.g. "no such file or folder: X"

@@ -438,6 +438,8 @@ def test_permission_denied(sample: tuple[Path, bytes], tmp_path: Path) -> None:
         ["-S", "", "a"],
         ["-S", "x/y", "a"],
         ["--runs", "0", "-b"],
+        ["--runs", "3", "a"],  # runs mean something only to -b
+        ["-d", "--runs", "3", "a"],
         ["--bogus"],
         ["-Q"],
         ["--comp"],  # no abbreviations: a later option could make them ambiguous
