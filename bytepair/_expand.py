@@ -477,12 +477,13 @@ MERGES_PER_RUN = 1 << 15
 """Frames with more merges than this are decoded in runs of blocks with about this many,
 which bounds the per-merge arrays (a few MB)."""
 
-PYTHON_NODES = 700
+PYTHON_NODES = 1100
 """Runs of blocks with at most this many merges (blocks weighing ``_BLOCK_WEIGHT`` each)
 build their code expansions in Python (``_MeaningsInPython``): the numpy passes per depth
-level cost more than a Python loop over so few merges. Python costs about 0.35 us a merge
-and 15 us a block, numpy 0.15-0.2 us a merge on large frames but 0.2 ms or so fixed,
-so one or two blocks of text (200-400 merges) are built in 0.4-0.6x the time."""
+level cost more than a Python loop over so few merges. Python costs about 0.2 us a merge,
+numpy about 0.1 ms fixed and less per merge: one or two blocks of text (200-400 merges)
+are built in 0.45-0.7x the time, and the two cross at a weight of about 1,000-1,300
+(every level-5 frame of both corpora timed both ways; benchmarks/README, "Small frames")."""
 _BLOCK_WEIGHT = 64
 
 SMALL_RUN = 3000
