@@ -52,7 +52,7 @@ class Step:
     after the step, or None for blocks longer than ``SHORT_BLOCK`` bytes
     (unless asked for with ``keep_sequences=True``). The engine may make several
     merges in one pass, ``engine_step``: the first is the most frequent pair, the
-    others the next most frequent pairs sharing no symbol with a better one;
+    others the next most frequent pairs that cannot overlap a better one;
     ``count`` is still each pair's count just before its own merge.
     """
 
@@ -202,7 +202,7 @@ def explain(
     def observe(record: StepRecord) -> None:
         nonlocal length, sequence
         # one block per batch, so every merge reported is one of block 0's; the
-        # merges of one engine step share no symbol, so making them one at a time
+        # merges of one engine step cannot overlap, so making them one at a time
         # in table order gives the same sequences
         last = len(record.left) - 1
         for m in range(last + 1):
@@ -472,7 +472,7 @@ def format_text(explanation: Explanation, *, letters: bool = False) -> str:
         out += _columns(headers, rows, right)
         out.append("count: occurrences before the step, overlapping ones too; replaced: those the step replaced")
         out.append(
-            "pass: the engine's step; the merges of one pass share no symbol, the first is the most frequent pair"
+            "pass: the engine's step; the merges of one pass cannot overlap, the first is the most frequent pair"
         )
         if recycled:
             out.append("* a recycled code: a byte value of the block that no longer occurs")

@@ -14,7 +14,7 @@ MAX_BLOCK_SIZE = 65535
 DEFAULT_LEVEL = 5
 
 MAX_MERGES_PER_STEP = 64
-"""More buys nothing: few blocks have that many frequent pairs without a common symbol."""
+"""More buys nothing: few blocks have that many frequent pairs that cannot overlap."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Params:
                   least two of them; 0 never escapes.
     escape_trial: encode each block that has escapes both with and without them
                   and keep the smaller (twice the work for those blocks).
-    merges_per_step: how many pairs that share no symbol a block may merge in one
+    merges_per_step: how many pairs that cannot overlap a block may merge in one
                   step of the engine (1: strictly one at a time, as Gage's program;
                   8, every level: about 0.7x the time, the same ratio).
     """

@@ -22,7 +22,9 @@ GOLDEN = TESTDATA / "golden"
 EARLIER = GOLDEN / "earlier"
 """Streams earlier encoders wrote for the same inputs, one folder per change:
 ``one-merge-per-step`` is from before the engine merged several pairs per step,
-``one-recycled-code-per-step`` from before it did so with recycled codes too."""
+``one-recycled-code-per-step`` from before it did so with recycled codes too,
+``no-shared-symbols-per-step`` from before one step could merge pairs that share
+their right symbol."""
 
 _TEXT = (
     b"Byte pair encoding replaces the most frequent pair of adjacent bytes with a byte that "

@@ -26,6 +26,17 @@ def run(
     return result, steps
 
 
+def assert_cannot_overlap(step: StepRecord) -> None:
+    """A block's merges of one step are pairs no two of whose occurrences can overlap:
+    one per left symbol, and none whose left symbol is another's right one (``ab`` and
+    ``cb`` may go together, ``ab`` and ``bc`` may not)."""
+    for block in set(step.blocks.tolist()):
+        mine = step.blocks == block
+        pairs = list(zip(step.left[mine].tolist(), step.right[mine].tolist(), strict=True))
+        for (a, b), (c, d) in itertools.combinations(pairs, 2):
+            assert a != c and b != c and d != a, f"merges {(a, b)} and {(c, d)} of one step can overlap"
+
+
 def replay(data: bytes, result: EncodedBlocks) -> bytes:
     """Apply the merges in order with plain Python, as the textbook describes; must give the payload."""
     seq = list(data)
@@ -270,6 +281,19 @@ def test_codes_of_one_step_next_to_each_other_in_both_orders() -> None:
     assert replay(data, result) == result.payload.tobytes()
 
 
+def test_a_step_merges_pairs_that_share_only_their_right_symbol() -> None:
+    # "ab" and "cb" (count 50 each) cannot overlap, and merging one leaves the other's
+    # count as it was: one step merges both (the fillers between them make rare pairs)
+    rng = np.random.default_rng(11)
+    fillers = rng.integers(100, 200, (50, 2)).astype(np.uint8)
+    data = b"".join(b"ab" + bytes([f]) + b"cb" + bytes([g]) for f, g in fillers)
+    result, steps = run(data, threshold=3, merges_per_step=8)
+    first = steps[0]
+    assert [(chr(a), chr(b)) for a, b in zip(first.left, first.right, strict=True)] == [("a", "b"), ("c", "b")]
+    assert first.replaced.tolist() == [50, 50]
+    assert replay(data, result) == result.payload.tobytes()
+
+
 def test_merges_per_step_is_a_bound() -> None:
     rng = np.random.default_rng(3)
     data = bytes(rng.integers(0, 40, 4000).astype(np.uint8))
@@ -278,9 +302,7 @@ def test_merges_per_step_is_a_bound() -> None:
         assert max(len(s.blocks) for s in steps) == merges
         assert replay(data, result) == result.payload.tobytes()
         for s in steps:
-            pairs = [{a, b} for a, b in zip(s.left.tolist(), s.right.tolist(), strict=True)]
-            for one, other in itertools.combinations(pairs, 2):
-                assert not one & other, "merges of one step share a symbol"
+            assert_cannot_overlap(s)
 
 
 def test_scarce_codes_go_one_merge_at_a_time() -> None:
@@ -314,9 +336,7 @@ def test_recycling_merges_several_pairs_while_spare_codes_last() -> None:
         several += len(recycled) > 1
         assert len(set(recycled)) == len(recycled), "one code for two merges"
         assert not set(recycled) & set(before), "a recycled code still occurred"
-        pairs = [{a, b} for a, b in zip(step.left.tolist(), step.right.tolist(), strict=True)]
-        for one, other in itertools.combinations(pairs, 2):
-            assert not one & other, "merges of one step share a symbol"
+        assert_cannot_overlap(step)
     assert several, "no step merged more than one pair with recycled codes"
     assert all(int(c) >= 4 for c in result.count[6:]), "a recycled code needs threshold + 1"
     assert replay(data, result) == result.payload.tobytes()

@@ -56,8 +56,10 @@ def replace_pair(seq: bytes, left: int, right: int, code: int) -> bytes:
 
 def check_steps_against_reference(e: Explanation) -> None:
     """Before every step, the merged pair has the reported count, and the maximal count
-    if it is the first merge of its engine pass (the others of a pass share no symbol
-    with it or with each other); after it, the sequence is exactly the reference replacement."""
+    if it is the first merge of its engine pass (no other of a pass can overlap it: its
+    left symbol is none of theirs and no right one of theirs, its right symbol no left one,
+    and neither is a code they made); after it, the sequence is exactly the reference
+    replacement."""
     seq = e.changed  # the block as the engine sees it, escapes applied
     assert e.steps, "nothing to check"
     in_pass: list[Step] = []
@@ -68,7 +70,8 @@ def check_steps_against_reference(e: Explanation) -> None:
             in_pass = []
             assert s.count == max(counts.values()), f"step {s.step}: not the most frequent pair"
         for other in in_pass:
-            assert not {s.left, s.right} & {other.left, other.right, other.code}, f"step {s.step}: shares a symbol"
+            assert s.left not in {other.left, other.right, other.code}, f"step {s.step}: can overlap"
+            assert s.right not in {other.left, other.code}, f"step {s.step}: can overlap"
         in_pass.append(s)
         assert len(in_pass) <= e.params.merges_per_step
         assert s.count >= e.threshold + (0 if s.fresh else 1)
