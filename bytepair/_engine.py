@@ -43,7 +43,7 @@ import numpy.typing as npt
 from ._buffers import Buffers, per_thread
 from ._tables import concat_ranges, run_edges
 
-__all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "encode_blocks"]
+__all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "batch_edges", "encode_blocks"]
 
 MAX_BATCH_BLOCKS = 128
 """Most blocks that advance together; bounds the dense tables of pair counts
@@ -177,7 +177,7 @@ def encode_blocks(
     asserts the incremental ones agree (for tests; slow).
     """
     results = []
-    for first, last in _batches(np.diff(bounds)):
+    for first, last in itertools.pairwise(batch_edges(np.diff(bounds))):
         batch = _Batch(
             data[bounds[first] : bounds[last]],
             bounds[first : last + 1] - bounds[first],
@@ -191,14 +191,18 @@ def encode_blocks(
     return EncodedBlocks.concatenate(results)
 
 
-def _batches(lengths: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
-    """``(first, last)`` block ranges of at most ``BATCH_BYTES`` bytes (at least one block)
-    and ``MAX_BATCH_BLOCKS`` blocks each."""
+def batch_edges(lengths: npt.NDArray[np.int64]) -> list[int]:
+    """Where the engine cuts blocks of these *lengths* into batches, ``[0, ..., len(lengths)]``:
+    about ``BATCH_BYTES`` bytes (at most that plus one block) and ``MAX_BATCH_BLOCKS`` blocks each.
+
+    A batch's steps cost about the same whatever its size, so work split at these
+    edges (``encode_blocks`` on each part) costs no more steps than the whole.
+    """
     edges = run_edges(lengths, BATCH_BYTES)
-    batches = []
+    starts: list[int] = []
     for lo, hi in itertools.pairwise(edges):
-        batches += [(first, min(first + MAX_BATCH_BLOCKS, hi)) for first in range(lo, hi, MAX_BATCH_BLOCKS)]
-    return batches
+        starts += range(lo, hi, MAX_BATCH_BLOCKS)
+    return [*starts, len(lengths)]
 
 
 def _runs(head: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -9,11 +9,11 @@ takes items itself while more are waiting than the feeders will take next. So
 no worker waits for this process to finish a frame, and nothing waits inside
 the pool, where it could no longer be taken back. Blocks are independent as
 well: a frame with no other after it (the last of a stream, or the only one) is
-split into one share of blocks per process, which go through the same queue,
-and assembled here. The engine makes many short numpy calls and holds the GIL
-most of the time, so threads would not scale. Frames smaller than ``MIN_SHARE``
-per worker are encoded here: starting work elsewhere would cost more than it
-saves.
+split into shares of blocks, one per engine batch and at least one per process
+(``share_edges``), which go through the same queue, and assembled here. The
+engine makes many short numpy calls and holds the GIL most of the time, so
+threads would not scale. Frames smaller than ``MIN_SHARE`` per worker are
+encoded here: starting work elsewhere would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._codec import encode_frame, run_engine
-from ._engine import EncodedBlocks
+from ._engine import EncodedBlocks, batch_edges
 from ._params import Params
 
-__all__ = ["MIN_SHARE", "Finished", "FramePipeline", "resolve_threads"]
+__all__ = ["MIN_SHARE", "Finished", "FramePipeline", "resolve_threads", "share_edges"]
 
 MIN_SHARE = 1 << 18
 """Least input (256 KiB) worth sending to a worker."""
@@ -71,6 +71,23 @@ def _shared_pool(workers: int) -> ProcessPoolExecutor:
             context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
             pool = _pools[workers] = ProcessPoolExecutor(workers, mp_context=context)
         return pool
+
+
+def share_edges(bounds: npt.NDArray[np.int64], workers: int) -> list[int]:
+    """Where to cut the blocks ``bounds`` delimit (from 0) into shares for *workers* processes.
+
+    As many shares of about equal bytes as the engine would take batches for the
+    whole (``batch_edges``: sharing then costs no more engine steps), and at least
+    one per process, none under ``MIN_SHARE`` bytes. Shares go to whoever is free,
+    so more of them than processes even out the end: content, not size, sets
+    what a share costs.
+    """
+    size = int(bounds[-1])
+    batches = len(batch_edges(np.diff(bounds))) - 1
+    shares = min(max(workers, batches), size // MIN_SHARE, len(bounds) - 1)
+    targets = np.arange(1, shares) * (size / shares)
+    edges: list[int] = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1]))).tolist()
+    return edges
 
 
 def _engine_job(data: bytes | npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
@@ -191,7 +208,7 @@ class FramePipeline:
     """Encodes the frames of one stream, on every core it may use, and gives them back in order.
 
     Each frame is held until the next one arrives (or the stream ends), so that
-    the last frame is known to be last: it is shared block by block among the
+    the last frame is known to be last: its blocks are shared among the
     processes, while the others go whole to whoever is free. At most about
     ``2 * threads + 2`` frames are in memory.
     """
@@ -237,12 +254,9 @@ class FramePipeline:
         return finished
 
     def _share(self, data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
-        """The engine's run over *data*, as one share of blocks per process, through the queue."""
+        """The engine's run over *data*, as shares of blocks (``share_edges``), through the queue."""
         assert self._queue is not None
-        groups = min(self.workers, len(data) // MIN_SHARE, len(bounds) - 1)
-        # cut at the block boundaries nearest to equal shares of bytes
-        targets = np.arange(1, groups) * (len(data) / groups)
-        cuts = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1])))
+        cuts = share_edges(bounds, self.workers)
         keys = [
             self._queue.put(_engine_job, data[bounds[a] : bounds[b]], bounds[a : b + 1] - bounds[a], params)
             for a, b in itertools.pairwise(cuts)

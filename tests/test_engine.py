@@ -165,10 +165,22 @@ def test_batches_by_bytes_encode_as_one(monkeypatch: pytest.MonkeyPatch) -> None
     arr = np.frombuffer(data, dtype=np.uint8)
     whole = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
     monkeypatch.setattr(_engine, "BATCH_BYTES", 700)
-    assert len(_engine._batches(np.diff(bounds))) > 5
+    assert len(_engine.batch_edges(np.diff(bounds))) > 6
     batched = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
     for field in dataclasses.fields(EncodedBlocks):
         assert np.array_equal(getattr(whole, field.name), getattr(batched, field.name)), field.name
+
+
+@pytest.mark.parametrize("sizes", [[9000] * 7, [100] * 300, [1, 5000, 1, 1, 3000, 20000, 2], [4096]])
+def test_batch_edges_bound_bytes_and_blocks(sizes: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_engine, "BATCH_BYTES", 10_000)
+    monkeypatch.setattr(_engine, "MAX_BATCH_BLOCKS", 64)
+    lengths = np.array(sizes, dtype=np.int64)
+    edges = _engine.batch_edges(lengths)
+    assert edges[0] == 0 and edges[-1] == len(sizes)
+    for lo, hi in itertools.pairwise(edges):
+        assert 0 < hi - lo <= 64
+        assert hi - lo == 1 or lengths[lo:hi].sum() <= 10_000 + lengths[lo:hi].max()
 
 
 @settings(max_examples=60, deadline=None)
