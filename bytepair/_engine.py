@@ -28,6 +28,10 @@ Data structures (see README, "How the engine works"):
   dense table per block says where each pair's latest run starts, and an array
   beside the index, at the run's first entry, how long it is. Stale entries are
   filtered by checking ``val``.
+
+A step takes its index entries ``STEP_SLICE`` at a time, each slice replaced
+before the next one reads the sequence, so its temporaries stay bounded however
+many matches it has; the pairs its slices create are indexed once, at its end.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ MAX_BATCH_BLOCKS = 128
 """Most blocks that advance together; bounds the dense tables of pair counts
 (16 MiB) and index runs (32 MiB). 256 was 2-3% faster on many short blocks, for
 50 MB more memory."""
+
+STEP_SLICE = 1 << 15
+"""Index entries a step takes at a time: a step that replaces most of a batch (a run of
+zeros) would otherwise hold some 120 bytes of temporaries per byte of the batch."""
 
 BATCH_BYTES = 1 << 19
 """Bytes of blocks that advance together: fewer steps against more cache misses
@@ -251,6 +259,31 @@ class _Choice:
         return self.block[first]
 
 
+class _StepMerges:
+    """The merges of one step as the columns a match looks up by its merge (``owner``)."""
+
+    def __init__(
+        self,
+        block: npt.NDArray[np.int64],
+        left: npt.NDArray[np.int64],
+        right: npt.NDArray[np.int64],
+        code: npt.NDArray[np.int64],
+    ) -> None:
+        table_at = block * _TABLE
+        self.cell = table_at + left * 256 + right  # the merged pair's count
+        self.runs = bool(np.count_nonzero(left == right))  # pairs like ``aa`` may overlap
+        # symbols in val's own type, compared and stored without a cast
+        self.left16 = left.astype(np.int16)
+        self.right16 = right.astype(np.int16)
+        self.marked16 = (code + _MARK).astype(np.int16)
+        # the cells a match changes, but for its neighbour's symbol: (prev, left) and
+        # (right, next) lose one, (prev, code) and (code, next) gain one
+        self.prev_left = table_at + left
+        self.right_next = table_at + right * 256
+        self.prev_code = table_at + code
+        self.code_next = table_at + code * 256
+
+
 class _Spare(NamedTuple):
     """Values that no longer occur in each of some blocks, to be recycled as codes."""
 
@@ -385,20 +418,29 @@ class _Batch:
         self.ws.run_at[cells] = starts
         self.ws.grow("index_run", self.gn, end)[starts] = lengths
 
-    def _append_index(self, pos: npt.NDArray[np.int64], cells: npt.NDArray[np.int64], n_before: int) -> None:
-        """Index new occurrences at *pos*, of the (block, pair) *cells*: the first *n_before*
-        are pairs (neighbour, code), the rest pairs (code, neighbour).
+    def _append_index(self, pos: npt.NDArray[np.int64], cells: npt.NDArray[np.int64], n_before: int | None) -> None:
+        """Index new occurrences at *pos*, of the (block, pair) *cells*.
 
-        Entries come grouped by side and merge, each group in position order, and
-        a cell's entries all come from one group (one side of one merge's matches).
-        So a stable radix sort by the neighbour's symbol alone, one byte, makes each
-        cell's entries one run, in position order.
+        A step taken in one slice gives its entries grouped by side and merge, each
+        group in position order: the first *n_before* are pairs (neighbour, code),
+        the rest pairs (code, neighbour). A cell's entries then all come from one
+        group (one side of one merge's matches), so a stable radix sort by the
+        neighbour's symbol alone, one byte, makes each cell's entries one run, in
+        position order. Across slices (*n_before* None) a pair of two codes of the
+        step, made where their matches meet, comes from the side of whichever match
+        was replaced later, so entries are sorted by pair, then by block (two radix
+        passes): a run is then in position order per side, which only pairs like
+        ``cc`` need, and those come from one side.
         """
         if not len(pos):
             return
-        neighbour = cells.astype(np.uint8)  # bits 0-7 of a cell: the right symbol
-        neighbour[:n_before] = cells[:n_before] >> 8
-        order = neighbour.argsort(kind="stable")
+        if n_before is None:
+            order = cells.astype(np.uint16).argsort(kind="stable")  # bits 0-15: the pair
+            order = order[(cells[order] >> 16).astype(np.uint8).argsort(kind="stable")]
+        else:
+            neighbour = cells.astype(np.uint8)  # bits 0-7 of a cell: the right symbol
+            neighbour[:n_before] = cells[:n_before] >> 8
+            order = neighbour.argsort(kind="stable")
         cells = cells[order]
         head = np.empty(len(cells), dtype=np.bool_)
         head[0] = True
@@ -560,8 +602,6 @@ class _Batch:
 
     def _step(self, active: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         ws = self.ws
-        n = self.n
-        threshold = self.threshold
         choice = self._choose_many(active) if self.merges_per_step > 1 else self._choose_one(active)
         active, left, right, count, code, has_fresh, depth = (
             choice.block,
@@ -574,32 +614,81 @@ class _Batch:
         )
         if not len(active):
             return active
-        # 3. the candidate positions of each block's pair, from the occurrence index
-        table_at = active * _TABLE
-        merged = table_at + left * 256 + right
-        lo = ws.run_at[merged].astype(np.int64)
+        # 3. the candidate positions of each block's pair: one run of the occurrence index each
+        merges = _StepMerges(active, left, right, code)
+        lo = ws.run_at[merges.cell].astype(np.int64)
         found = ws.buffer("index_run", self.gn, np.uint16)[lo].astype(np.int64)
         owner = np.arange(len(active), dtype=np.int64).repeat(found)
         # entry e of owner o's run sits at lo[o] + (e - first entry of o)
         skip = lo - np.add.accumulate(found) + found
-        at = np.arange(len(owner), dtype=np.int64)
+        # a slice at a time, each applied before the next looks at the sequence, which
+        # bounds the temporaries of a step that replaces most of a batch (runs of zeros)
+        made = np.zeros(len(active), dtype=np.int64)
+        created: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]] = []
+        for first in range(0, max(len(owner), 1), STEP_SLICE):
+            made += self._replace(merges, owner[first : first + STEP_SLICE], skip, first, created)
+
+        # 8. symbol counts, code bookkeeping
+        row_left = active * 256 + left
+        row_right = active * 256 + right
+        row_code = active * 256 + code
+        symcount = self.symcount_flat
+        symcount[row_left] -= made
+        np.subtract.at(symcount, row_right, made)  # merges of one step may share a right symbol
+        symcount[row_code] += made
+        np.add.at(self.n_used, active, has_fresh.astype(np.int64))
+        np.add.at(self.n_recycled, active, (~has_fresh).astype(np.int64))
+        expansion = self.explen_flat[row_left] + self.explen_flat[row_right]
+        self.explen_flat[row_code] = expansion
+        if depth is not None:
+            self.depth_flat[row_code] = depth
+
+        # 9. index the new pairs that are frequent enough to be chosen some day
+        if len(created) == 1:
+            pos, cells, inc_count, n_before = created[0]
+            new = inc_count >= self.threshold
+            self._append_index(pos.compress(new), cells.compress(new), int(np.count_nonzero(new[:n_before])))
+        else:
+            pos = np.concatenate([c[0] for c in created])
+            cells = np.concatenate([c[1] for c in created])
+            new = ws.counts[cells] >= self.threshold  # counts at the end: later slices add to them
+            self._append_index(pos.compress(new), cells.compress(new), None)
+
+        self.steps.append((active, left, right, code, count, expansion, has_fresh))
+        self.last_replaced = made
+        return choice.next_active()
+
+    def _replace(
+        self,
+        merges: _StepMerges,
+        owner: npt.NDArray[np.int64],
+        skip: npt.NDArray[np.int64],
+        first: int,
+        created: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]],
+    ) -> npt.NDArray[np.int64]:
+        """Replace the occurrences of index entries *first* on (of merge *owner* each) that still
+        hold their pair; record the pairs they create in *created*; returns each merge's count."""
+        ws = self.ws
+        at = np.arange(first, first + len(owner), dtype=np.int64)
         at += skip[owner]
         # positions are stored in 32 bits but used as int64: numpy converts any other
         # index array on every use
-        cand = self.ws.buffer("index_pos", self.gn, np.int32)[at].astype(np.int64)
+        cand = ws.buffer("index_pos", self.gn, np.int32)[at].astype(np.int64)
 
         # 4. keep those that still hold the pair
         val, nxt, prv = self.val, self.nxt, self.prv
         after = nxt[cand].astype(np.int64)
-        live = val[cand] == left.astype(np.int16)[owner]  # compared in val's own type
-        live &= val[after] == right.astype(np.int16)[owner]
+        live = val[cand] == merges.left16[owner]  # compared in val's own type
+        live &= val[after] == merges.right16[owner]
         kept = live.nonzero()[0]
         cand = cand[kept]
         after = after[kept]
         owner = owner[kept]
 
-        # 5. overlapping runs (left == right): keep every other match, left to right
-        if len(cand) > 1 and np.count_nonzero(left == right):
+        # 5. overlapping runs (left == right): keep every other match, left to right. A run
+        # that goes on from an earlier slice starts afresh: that slice's last match is in
+        # place, so the entry overlapping it no longer holds the pair (step 4)
+        if len(cand) > 1 and merges.runs:
             chained = np.empty(len(cand), dtype=np.bool_)
             chained[0] = False
             np.equal(after[:-1], cand[1:], out=chained[1:])
@@ -616,13 +705,13 @@ class _Batch:
                 owner = owner[kept]
 
         # 6. the pairs each match destroys and creates. A match's code goes in at once,
-        # marked, so a neighbour that is another match of this step shows as one.
+        # marked, so a neighbour that is another match of this slice shows as one.
         i = cand
         j = after
         p = prv[i].astype(np.int64)
         q = nxt[j].astype(np.int64)
         pp = prv[p].astype(np.int64)
-        m_code = (code + _MARK).astype(np.int16)[owner]  # in val's own type: no cast when stored
+        m_code = merges.marked16[owner]  # in val's own type: no cast when stored
         val[i] = m_code
         val_p = val[p].astype(np.int64)  # p is never a match: its value is the old one
         val_q = val[q].astype(np.int64)
@@ -637,24 +726,24 @@ class _Batch:
         # cell loses one per match, all at once below
         dec = np.concatenate(
             (
-                np.where(has_p, (table_at + left)[owner] + val_p * 256, trash),
-                np.where(has_q, (table_at + right * 256)[owner] + val_q, trash),
+                np.where(has_p, merges.prev_left[owner] + val_p * 256, trash),
+                np.where(has_q, merges.right_next[owner] + val_q, trash),
             )
         )
         # cells (block, prev, code) and (block, code, next) gain one
         inc = np.concatenate(
             (
-                np.where(has_p, (table_at + code)[owner] + new_p * 256, trash),
-                np.where(has_q, (table_at + code * 256)[owner] + val_q, trash),
+                np.where(has_p, merges.prev_code[owner] + new_p * 256, trash),
+                np.where(has_q, merges.code_next[owner] + val_q, trash),
             )
         )
 
         counts, rowmax, rowslot = ws.counts, ws.rowmax, ws.rowslot
-        made = np.bincount(owner, minlength=len(active))
+        made = np.bincount(owner, minlength=len(merges.cell))
         dec_rows = dec >> 8
         # rows whose maximum may drop: a merged pair held its row's maximum
-        held_max = np.concatenate((merged >> 8, dec_rows.compress(counts[dec] == rowmax[dec_rows])))
-        counts[merged] -= made.astype(np.uint16)
+        held_max = np.concatenate((merges.cell >> 8, dec_rows.compress(counts[dec] == rowmax[dec_rows])))
+        counts[merges.cell] -= made.astype(np.uint16)
         np.subtract.at(counts, dec, np.uint16(1))
         # each row once: of the entries naming a row, keep the one whose number stuck
         entry = np.arange(len(held_max))
@@ -675,35 +764,9 @@ class _Batch:
         val[j] = _DEAD
         nxt[i] = q
         prv[q] = i
-        prv[n] = n
-
-        # 8. symbol counts, code bookkeeping
-        row_left = active * 256 + left
-        row_right = active * 256 + right
-        row_code = active * 256 + code
-        symcount = self.symcount_flat
-        symcount[row_left] -= made
-        np.subtract.at(symcount, row_right, made)  # merges of one step may share a right symbol
-        symcount[row_code] += made
-        np.add.at(self.n_used, active, has_fresh.astype(np.int64))
-        np.add.at(self.n_recycled, active, (~has_fresh).astype(np.int64))
-        expansion = self.explen_flat[row_left] + self.explen_flat[row_right]
-        self.explen_flat[row_code] = expansion
-        if depth is not None:
-            self.depth_flat[row_code] = depth
-
-        # 9. index the new pairs that are frequent enough to be chosen some day. Each
-        # pair comes from one side of one merge's matches, so its entries are in
-        # position order.
-        new = inc_count >= threshold
-        n_before = int(np.count_nonzero(new[: len(i)]))
-        self._append_index(
-            np.concatenate((np.where(p_is_partner, pp, p), i)).compress(new), inc.compress(new), n_before
-        )
-
-        self.steps.append((active, left, right, code, count, expansion, has_fresh))
-        self.last_replaced = made
-        return choice.next_active()
+        prv[self.n] = self.n
+        created.append((np.concatenate((np.where(p_is_partner, pp, p), i)), inc, inc_count, len(i)))
+        return made
 
     # -- results ---------------------------------------------------------------
 

@@ -206,6 +206,45 @@ def test_first_pairs_come_sorted_by_block_pair_and_position(data: bytes, cut_see
     assert blocks.tolist() == block_of[order].tolist()
 
 
+def assert_same_result(a: EncodedBlocks, b: EncodedBlocks) -> None:
+    for field in dataclasses.fields(EncodedBlocks):
+        assert np.array_equal(getattr(a, field.name), getattr(b, field.name)), field.name
+
+
+@pytest.mark.parametrize("step_slice", [1, 2, 7, 64])
+def test_steps_taken_in_slices_encode_as_one(step_slice: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step applies its matches a slice of index entries at a time; the pairs made where
+    matches of two slices meet (two codes of one step side by side, the end of a run
+    like ``aaaa``) must be counted and indexed as when the step is taken at once."""
+    rng = np.random.default_rng(step_slice)
+    pieces = [b"\x00" * 9, b"ab", b"cb", b"abcb", b"the ", b"then ", b"\x01\x02", b"aaaaa"]
+    data = b"".join(pieces[k] for k in rng.integers(0, len(pieces), 2500))
+    cuts = [1000, 5000, 5001, 9000]
+    arr = np.frombuffer(data, dtype=np.uint8)
+    bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
+    whole = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
+    monkeypatch.setattr(_engine, "STEP_SLICE", step_slice)
+    sliced = encode_blocks(arr, bounds, threshold=3, merges_per_step=8, check_counts=True)
+    assert_same_result(whole, sliced)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=blocky_bytes(), cut_seed=st.integers(0, 2**32 - 1), step_slice=st.sampled_from([1, 3, 16]))
+def test_any_slicing_of_steps_encodes_as_one(data: bytes, cut_seed: int, step_slice: int) -> None:
+    rng = np.random.default_rng(cut_seed)
+    cuts = sorted(set(rng.integers(1, max(2, len(data)), rng.integers(0, 4)).tolist()) - {len(data)})
+    bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    whole = encode_blocks(arr, bounds, threshold=2, merges_per_step=8)
+    saved = _engine.STEP_SLICE
+    _engine.STEP_SLICE = step_slice  # hypothesis runs examples in one test call: no monkeypatch
+    try:
+        sliced = encode_blocks(arr, bounds, threshold=2, merges_per_step=8, check_counts=True)
+    finally:
+        _engine.STEP_SLICE = saved
+    assert_same_result(whole, sliced)
+
+
 def test_a_block_longer_than_64_kib_encodes() -> None:
     rng = np.random.default_rng(11)
     words = [b"pair ", b"byte ", b"code ", b"aaaa", b"abab"]
