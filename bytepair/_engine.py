@@ -29,9 +29,10 @@ Data structures (see README, "How the engine works"):
   beside the index, at the run's first entry, how long it is. Stale entries are
   filtered by checking ``val``.
 
-A step takes its index entries ``STEP_SLICE`` at a time, each slice replaced
-before the next one reads the sequence, so its temporaries stay bounded however
-many matches it has; the pairs its slices create are indexed once, at its end.
+A step with more than ``STEP_SLICE`` candidates takes them in slices, stretches
+of the batch from left to right, each replaced before the next one reads the
+sequence, so its temporaries stay bounded however many matches it has; the
+pairs its slices create are indexed once, at its end (``_slices``).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ MAX_BATCH_BLOCKS = 128
 50 MB more memory."""
 
 STEP_SLICE = 1 << 15
-"""Index entries a step takes at a time: a step that replaces most of a batch (a run of
-zeros) would otherwise hold some 120 bytes of temporaries per byte of the batch."""
+"""Candidates a step takes at a time, about: a step that replaces most of a batch (runs
+of zeros) would otherwise hold some 120 bytes of temporaries per byte of the batch."""
 
 BATCH_BYTES = 1 << 19
 """Bytes of blocks that advance together: fewer steps against more cache misses
@@ -426,11 +427,10 @@ class _Batch:
         the rest pairs (code, neighbour). A cell's entries then all come from one
         group (one side of one merge's matches), so a stable radix sort by the
         neighbour's symbol alone, one byte, makes each cell's entries one run, in
-        position order. Across slices (*n_before* None) a pair of two codes of the
-        step, made where their matches meet, comes from the side of whichever match
-        was replaced later, so entries are sorted by pair, then by block (two radix
-        passes): a run is then in position order per side, which only pairs like
-        ``cc`` need, and those come from one side.
+        position order. A step taken in slices (*n_before* None, see ``_slices``)
+        gives each group's entries slice by slice, in position order, but groups
+        interleave across slices: a stable sort by pair, then by block (two radix
+        passes) makes each cell's entries one run, still in position order.
         """
         if not len(pos):
             return
@@ -621,12 +621,15 @@ class _Batch:
         owner = np.arange(len(active), dtype=np.int64).repeat(found)
         # entry e of owner o's run sits at lo[o] + (e - first entry of o)
         skip = lo - np.add.accumulate(found) + found
-        # a slice at a time, each applied before the next looks at the sequence, which
-        # bounds the temporaries of a step that replaces most of a batch (runs of zeros)
+        at = np.arange(len(owner), dtype=np.int64)
+        at += skip[owner]
+        # positions are stored in 32 bits but used as int64: numpy converts any other
+        # index array on every use
+        cand = ws.buffer("index_pos", self.gn, np.int32)[at].astype(np.int64)
         made = np.zeros(len(active), dtype=np.int64)
         created: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]] = []
-        for first in range(0, max(len(owner), 1), STEP_SLICE):
-            made += self._replace(merges, owner[first : first + STEP_SLICE], skip, first, created)
+        for start, stop in self._slices(cand, owner):
+            made += self._replace(merges, cand[start:stop], owner[start:stop], created)
 
         # 8. symbol counts, code bookkeeping
         row_left = active * 256 + left
@@ -658,23 +661,43 @@ class _Batch:
         self.last_replaced = made
         return choice.next_active()
 
+    def _slices(self, cand: npt.NDArray[np.int64], owner: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+        """Cut a step's candidates into slices of about ``STEP_SLICE``, by position.
+
+        Slices cover consecutive stretches of the batch, left to right, and each
+        keeps its candidates by merge and then by position (*cand* and *owner* are
+        reordered in place). So a slice only ever meets an earlier one on its left:
+        the pair between two matches is made by the right one, as in one pass, and
+        every pair's new occurrences come from one side of one merge, in position
+        order, whatever the slices.
+        """
+        if len(cand) <= STEP_SLICE:
+            return [(0, len(cand))]
+        # stretches of positions (4 KiB for slices of 32K), grouped into slices by the
+        # candidates they hold
+        shift = max(STEP_SLICE.bit_length() - 4, 0)
+        stretch = cand >> shift
+        held = np.bincount(stretch, minlength=(self.n >> shift) + 1)
+        slice_of = (np.cumsum(held) - held) // STEP_SLICE
+        if slice_of[-1] < 1 << 16:  # always, but for tiny slices: 16-bit keys sort by radix
+            slice_of = slice_of.astype(np.uint16)
+        piece = slice_of[stretch]
+        order = piece.argsort(kind="stable")
+        cand[...] = cand[order]
+        owner[...] = owner[order]
+        ends = np.cumsum(np.bincount(piece)).tolist()
+        return [(lo, hi) for lo, hi in itertools.pairwise([0, *ends]) if hi > lo]
+
     def _replace(
         self,
         merges: _StepMerges,
+        cand: npt.NDArray[np.int64],
         owner: npt.NDArray[np.int64],
-        skip: npt.NDArray[np.int64],
-        first: int,
         created: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]],
     ) -> npt.NDArray[np.int64]:
-        """Replace the occurrences of index entries *first* on (of merge *owner* each) that still
-        hold their pair; record the pairs they create in *created*; returns each merge's count."""
+        """Replace the candidates *cand* (of merge *owner* each) that still hold their pair;
+        record the pairs they create in *created*; returns each merge's count."""
         ws = self.ws
-        at = np.arange(first, first + len(owner), dtype=np.int64)
-        at += skip[owner]
-        # positions are stored in 32 bits but used as int64: numpy converts any other
-        # index array on every use
-        cand = ws.buffer("index_pos", self.gn, np.int32)[at].astype(np.int64)
-
         # 4. keep those that still hold the pair
         val, nxt, prv = self.val, self.nxt, self.prv
         after = nxt[cand].astype(np.int64)

@@ -228,6 +228,20 @@ def test_steps_taken_in_slices_encode_as_one(step_slice: int, monkeypatch: pytes
     assert_same_result(whole, sliced)
 
 
+@pytest.mark.parametrize("step_slice", [1, 3, 5])
+def test_codes_side_by_side_across_slices(step_slice: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DF#S`` repeated: step 1 merges ``DF`` and ``#S`` side by side, step 2 the pair of
+    their codes, step 3 that code's ``cc``, whose overlapping-run filter needs its
+    occurrences in position order even when the pair of codes came from two slices."""
+    arr = np.frombuffer(b"DF#S" * 48, dtype=np.uint8)
+    bounds = np.array([0, 8, 133, 140, 156, len(arr)], dtype=np.int64)
+    whole = encode_blocks(arr, bounds, threshold=2, merges_per_step=8)
+    monkeypatch.setattr(_engine, "STEP_SLICE", step_slice)
+    sliced = encode_blocks(arr, bounds, threshold=2, merges_per_step=8, check_counts=True)
+    assert_same_result(whole, sliced)
+    assert sliced.payload_len.tolist()[3] == 2, "block 3 (16 bytes) ends as two codes"
+
+
 @settings(max_examples=60, deadline=None)
 @given(data=blocky_bytes(), cut_seed=st.integers(0, 2**32 - 1), step_slice=st.sampled_from([1, 3, 16]))
 def test_any_slicing_of_steps_encodes_as_one(data: bytes, cut_seed: int, step_slice: int) -> None:
