@@ -260,6 +260,11 @@ class _Choice:
         return self.block[first]
 
 
+_NewPairs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]
+"""A slice's new pairs: where each starts, its (block, pair) cell, the cell's count after
+the slice, and how many come first as pairs (neighbour, code)."""
+
+
 class _StepMerges:
     """The merges of one step as the columns a match looks up by its merge (``owner``)."""
 
@@ -627,7 +632,7 @@ class _Batch:
         # index array on every use
         cand = ws.buffer("index_pos", self.gn, np.int32)[at].astype(np.int64)
         made = np.zeros(len(active), dtype=np.int64)
-        created: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]] = []
+        created: list[_NewPairs] = []
         for start, stop in self._slices(cand, owner):
             made += self._replace(merges, cand[start:stop], owner[start:stop], created)
 
@@ -693,7 +698,7 @@ class _Batch:
         merges: _StepMerges,
         cand: npt.NDArray[np.int64],
         owner: npt.NDArray[np.int64],
-        created: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]],
+        created: list[_NewPairs],
     ) -> npt.NDArray[np.int64]:
         """Replace the candidates *cand* (of merge *owner* each) that still hold their pair;
         record the pairs they create in *created*; returns each merge's count."""

@@ -213,9 +213,9 @@ def assert_same_result(a: EncodedBlocks, b: EncodedBlocks) -> None:
 
 @pytest.mark.parametrize("step_slice", [1, 2, 7, 64])
 def test_steps_taken_in_slices_encode_as_one(step_slice: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A step applies its matches a slice of index entries at a time; the pairs made where
-    matches of two slices meet (two codes of one step side by side, the end of a run
-    like ``aaaa``) must be counted and indexed as when the step is taken at once."""
+    """A big step replaces its candidates a slice (a stretch of the batch) at a time; the
+    pairs made where matches of two slices meet (two codes of one step side by side, the
+    end of a run like ``aaaa``) must be counted and indexed as when it is taken at once."""
     rng = np.random.default_rng(step_slice)
     pieces = [b"\x00" * 9, b"ab", b"cb", b"abcb", b"the ", b"then ", b"\x01\x02", b"aaaaa"]
     data = b"".join(pieces[k] for k in rng.integers(0, len(pieces), 2500))
