@@ -35,7 +35,7 @@ import numpy.typing as npt
 from ._buffers import Buffers, per_thread
 from ._errors import CorruptDataError
 from ._escape import restore_escapes
-from ._tables import PairTables, concat_ranges, cumulative_sum, reversed_empty, run_edges
+from ._tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums, for_sums, run_edges
 
 __all__ = ["NODE_BUDGET", "expand", "expand_reference", "node_budget"]
 
@@ -115,7 +115,7 @@ def _chunks(
     first -= count
     # word positions as a cumulative sum of steps: 16 inside a copy, the second
     # word's offset after the first, a jump from one copy's last word to the next's head
-    step = reversed_empty(int(first[-1] + count[-1]))
+    step = empty_for_sums(int(first[-1] + count[-1]))
     step.fill(_W)
     if not skip_first:
         multi = count > 1
@@ -645,7 +645,7 @@ class _Payloads:
         long_ones = (lengths.reshape(nb, 256).max(axis=1) > _W).tolist()
         most = int(t.payload_len.max())
         sym_len = self.scratch.buffer("length", most, np.int64)
-        at = self.scratch.buffer("at", most, np.int64)[::-1]  # for cumulative_sum
+        at = for_sums(self.scratch.buffer("at", most, np.int64))
         word = self.scratch.buffer("word", most * _W, np.uint8).view(_WORD)
         payload_at = self.payload_at.tolist()
         orig_len = t.orig_len.tolist()

@@ -7,6 +7,8 @@ consume them; none of those needs to know about the others.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,7 +17,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from ._escape import Escapes
 
-__all__ = ["PairTables", "concat_ranges", "cumulative_sum", "reversed_empty", "run_edges"]
+__all__ = ["PairTables", "concat_ranges", "cumulative_sum", "empty_for_sums", "for_sums", "run_edges"]
 
 
 @dataclasses.dataclass
@@ -62,23 +64,47 @@ class PairTables:
 
 
 def cumulative_sum(values: npt.NDArray[Any], out: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
-    """``values.cumsum(dtype=np.int64)``, into *out* if given, in well under half the time.
+    """``values.cumsum(dtype=np.int64)``, into *out* if given, laid out as numpy sums fastest.
 
-    numpy (2.x) accumulates into a contiguous array at about 2.2 ns an item, and
-    into any other at about 0.5-1 ns (``timeit``, a million int64 items). So the
-    sums go into a reversed view of a contiguous array: read forwards, that view
-    holds them in order, and it serves every caller like any other array. *out*
-    should be such a view (``reversed_empty``) or a slice of one; any other array
-    gets the same sums, only more slowly.
+    How fast numpy accumulates depends on the layout of the sums, and which
+    layout wins depends on the CPU: a contiguous array took 2.2 ns an item and
+    a reversed view of one 0.5-1 ns on one of these machines (2026-11-22),
+    0.45 against 2.1 ns on another (2026-11-25; a million int64 items each).
+    ``fast_sums_step`` measures it once per process. *out* should come from
+    ``empty_for_sums`` or ``for_sums`` (or be a slice of such an array); any
+    other array gets the same sums, only perhaps more slowly.
     """
     if out is None:
-        out = reversed_empty(len(values))
+        out = empty_for_sums(len(values))
     return values.cumsum(dtype=np.int64, out=out)
 
 
-def reversed_empty(size: int) -> npt.NDArray[np.int64]:
-    """An uninitialised int64 array, as a reversed view (for ``cumulative_sum``)."""
-    return np.empty(size, dtype=np.int64)[::-1]
+@functools.cache
+def fast_sums_step() -> int:
+    """1 if numpy sums into a contiguous int64 array faster than into a reversed view, else -1.
+
+    Timed once (about 0.3 ms): 32K items, best of five tries each way, in turns.
+    Either answer gives the same sums; a wrong one only costs time.
+    """
+    values = np.ones(1 << 15, dtype=np.int64)
+    arrays = {step: np.empty(len(values), dtype=np.int64)[::step] for step in (1, -1)}
+    best = dict.fromkeys(arrays, float("inf"))
+    for _ in range(5):
+        for step, out in arrays.items():
+            started = time.perf_counter()
+            values.cumsum(out=out)
+            best[step] = min(best[step], time.perf_counter() - started)
+    return 1 if best[1] <= best[-1] else -1
+
+
+def for_sums(buf: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """*buf* as a view in the layout ``cumulative_sum`` writes fastest (itself or reversed)."""
+    return buf[:: fast_sums_step()]
+
+
+def empty_for_sums(size: int) -> npt.NDArray[np.int64]:
+    """An uninitialised int64 array for ``cumulative_sum`` to write into."""
+    return for_sums(np.empty(size, dtype=np.int64))
 
 
 def concat_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -91,7 +117,7 @@ def concat_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64])
         keep = lengths > 0
         starts, lengths = starts[keep], lengths[keep]
     total = int(lengths.sum())
-    idx = reversed_empty(total)
+    idx = empty_for_sums(total)
     idx.fill(1)
     if total == 0:
         return idx

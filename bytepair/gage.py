@@ -53,7 +53,7 @@ from ._errors import CorruptDataError, OutputLimitError, TruncatedDataError
 from ._expand import NODE_BUDGET, NODE_SLACK, expand, expand_reference
 from ._params import Params
 from ._stream import as_byte_view
-from ._tables import PairTables, concat_ranges, cumulative_sum, reversed_empty
+from ._tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
@@ -385,7 +385,7 @@ def _decode_run(
     payload_len = p.payload_len[first:last]
     symbols = buf[concat_ranges(p.payload_start[first:last], payload_len)]
     sym_len = length[np.repeat(np.arange(nb, dtype=np.int64), payload_len) * 256 + symbols]
-    ends = reversed_empty(len(sym_len) + 1)
+    ends = empty_for_sums(len(sym_len) + 1)
     ends[0] = 0
     cumulative_sum(sym_len, out=ends[1:])
     orig_len = np.diff(ends[np.concatenate(([0], np.cumsum(payload_len)))])

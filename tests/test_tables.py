@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bytepair._tables import concat_ranges, cumulative_sum, reversed_empty, run_edges
+from bytepair import _tables
+from bytepair._tables import concat_ranges, cumulative_sum, empty_for_sums, fast_sums_step, for_sums, run_edges
 
 _lengths = st.lists(st.integers(0, 40), max_size=60)
 
 
-@given(_lengths, st.integers(0, 1000))
-def test_concat_ranges_is_the_ranges_one_after_another(lengths: list[int], seed: int) -> None:
+@given(_lengths, st.integers(0, 1000), st.sampled_from([1, -1]))
+def test_concat_ranges_is_the_ranges_one_after_another(lengths: list[int], seed: int, step: int) -> None:
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, 10_000, len(lengths))
     expected = [k for s, n in zip(starts.tolist(), lengths, strict=True) for k in range(s, s + n)]
-    got = concat_ranges(starts.astype(np.int64), np.array(lengths, dtype=np.int64))
+    with mock.patch.object(_tables, "fast_sums_step", lambda: step):
+        got = concat_ranges(starts.astype(np.int64), np.array(lengths, dtype=np.int64))
     assert got.dtype == np.int64 and got.tolist() == expected
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.uint16, np.uint32, np.int32, np.int64])
 @pytest.mark.parametrize("size", [0, 1, 2, 17, 100_000])
-def test_cumulative_sum_matches_numpy(dtype: type[np.generic], size: int) -> None:
+def test_cumulative_sum_matches_numpy(dtype: type[np.generic], size: int, sums_step: int) -> None:
     values = np.random.default_rng(size).integers(0, 2 if dtype is np.bool_ else 200, size).astype(dtype)
     got = cumulative_sum(values)
     assert got.dtype == np.int64 and np.array_equal(got, values.cumsum(dtype=np.int64))
@@ -32,12 +36,33 @@ def test_cumulative_sum_matches_numpy(dtype: type[np.generic], size: int) -> Non
     assert np.array_equal(np.arange(size)[got % max(size, 1)], (values.cumsum(dtype=np.int64) % max(size, 1)))
 
 
-def test_cumulative_sum_in_place_and_into_part_of_an_array() -> None:
-    steps = reversed_empty(6)
+@pytest.fixture(params=[1, -1], ids=["contiguous", "reversed"])
+def sums_step(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Either layout of running sums, whichever this machine would pick."""
+    step: int = request.param
+    monkeypatch.setattr(_tables, "fast_sums_step", lambda: step)
+    return step
+
+
+def test_the_probe_picks_a_layout_once() -> None:
+    assert fast_sums_step() in (1, -1)
+    assert fast_sums_step() == fast_sums_step()
+
+
+def test_sums_go_into_the_layout_picked(sums_step: int) -> None:
+    assert empty_for_sums(4).strides == (8 * sums_step,)
+    buf = np.arange(5, dtype=np.int64)
+    view = for_sums(buf)
+    assert np.shares_memory(view, buf) and view.strides == (8 * sums_step,)
+    assert sorted(view.tolist()) == buf.tolist()
+
+
+def test_cumulative_sum_in_place_and_into_part_of_an_array(sums_step: int) -> None:
+    steps = empty_for_sums(6)
     steps[...] = [5, 1, 1, -3, 1, 1]
     assert cumulative_sum(steps, out=steps) is steps
     assert steps.tolist() == [5, 6, 7, 4, 5, 6]
-    at = reversed_empty(5)
+    at = empty_for_sums(5)
     at[0] = 0
     cumulative_sum(np.array([2, 3, 1, 4], dtype=np.uint32), out=at[1:])
     assert at.tolist() == [0, 2, 5, 6, 10]
