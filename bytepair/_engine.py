@@ -743,30 +743,31 @@ class _Batch:
         pp = prv.take(p).astype(np.int64)
         m_code = merges.marked16.take(owner)  # in val's own type: no cast when stored
         val[i] = m_code
-        val_p = val.take(p).astype(np.int64)  # p is never a match: its value is the old one
-        val_q = val.take(q).astype(np.int64)
-        val_pp = val.take(pp).astype(np.int64)
-        has_p = val_p < _SENTINEL
-        has_q = val_q < _SENTINEL  # not the sentinel and not a match
+        # the neighbours' symbols stay in val's own type (int16) until they go into cells
+        val_p = val.take(p)  # p is never a match: its value is the old one
+        val_q = val.take(q)
+        val_pp = val.take(pp)
         # p is the deleted half of the match before: the new pair starts at that match's code
         p_is_partner = val_pp >= _MARK
         new_p = np.where(p_is_partner, val_pp - _MARK, val_p)
+        # cells (block, prev, left) and (block, right, next) lose one, and (block, prev,
+        # code) and (block, code, next) gain one; the merged pair's own cell loses one per
+        # match, all at once below
+        n = len(i)
+        dec = np.empty(2 * n, dtype=np.int64)
+        inc = np.empty(2 * n, dtype=np.int64)
+        np.multiply(val_p, 256, out=dec[:n], dtype=np.int64)
+        dec[:n] += merges.prev_left.take(owner)
+        np.add(merges.right_next.take(owner), val_q, out=dec[n:])
+        np.multiply(new_p, 256, out=inc[:n], dtype=np.int64)
+        inc[:n] += merges.prev_code.take(owner)
+        np.add(merges.code_next.take(owner), val_q, out=inc[n:])
+        # neighbours that are not there (the sentinel, or a match: val_q only) change
+        # the trash cell instead
+        absent = np.concatenate((val_p >= _SENTINEL, val_q >= _SENTINEL)).nonzero()[0]
         trash = self.trash
-        # cells (block, prev, left) and (block, right, next) lose one; the merged pair's own
-        # cell loses one per match, all at once below
-        dec = np.concatenate(
-            (
-                np.where(has_p, merges.prev_left.take(owner) + val_p * 256, trash),
-                np.where(has_q, merges.right_next.take(owner) + val_q, trash),
-            )
-        )
-        # cells (block, prev, code) and (block, code, next) gain one
-        inc = np.concatenate(
-            (
-                np.where(has_p, merges.prev_code.take(owner) + new_p * 256, trash),
-                np.where(has_q, merges.code_next.take(owner) + val_q, trash),
-            )
-        )
+        dec[absent] = trash
+        inc[absent] = trash
 
         counts, rowmax, rowslot = ws.counts, ws.rowmax, ws.rowslot
         made = np.bincount(owner, minlength=len(merges.cell))
