@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ._tables import byte_counts
+
 __all__ = ["split_blocks"]
 
 
@@ -32,13 +34,13 @@ def split_blocks(data: npt.NDArray[np.uint8], block_size: int, max_distinct: int
     """Start offsets of the blocks of *data*, followed by ``len(data)``.
 
     The common case (text, where the whole input has few distinct values) costs
-    one ``bincount``; binary input is cut block by block with a window that
+    one count of its bytes; binary input is cut block by block with a window that
     grows only as far as a block can reach.
     """
     size = len(data)
     if size == 0:
         return np.zeros(1, dtype=np.int64)
-    if np.count_nonzero(np.bincount(data, minlength=256)) < max_distinct:
+    if np.count_nonzero(byte_counts(data)) < max_distinct:
         return np.append(np.arange(0, size, block_size, dtype=np.int64), size)
     starts = [0]
     start = 0

@@ -46,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buffers import Buffers, per_thread
-from ._tables import concat_ranges, run_edges
+from ._tables import block_byte_counts, concat_ranges, run_edges
 
 __all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "batch_edges", "encode_blocks"]
 
@@ -344,8 +344,7 @@ class _Batch:
         block_of = np.repeat(np.arange(k, dtype=np.uint8), ends - starts)
         self.block_of = block_of
 
-        symcount = np.bincount(block_of.astype(np.int64) * 256 + data, minlength=k * 256)
-        self.symcount = symcount.reshape(k, 256)
+        self.symcount = block_byte_counts(data, bounds)
         absent = self.symcount == 0
         order = np.argsort(~absent[:, ::-1], axis=1, kind="stable")
         self.fresh_codes = (255 - order).astype(np.int64)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import CorruptDataError
-from ._tables import run_edges
+from ._tables import block_byte_counts, block_cells, run_edges
 
 __all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
 
@@ -60,11 +60,6 @@ class Escapes:
         )
 
 
-def _block_of(bounds: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    lengths = np.diff(bounds)
-    return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-
-
 def find_escapes(
     data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], limit: int
 ) -> tuple[npt.NDArray[np.uint8], Escapes]:
@@ -79,9 +74,7 @@ def find_escapes(
     long runs. Returns the changed data and the escapes.
     """
     n_blocks = len(bounds) - 1
-    block_of = _block_of(bounds)
-    cell = block_of * 256 + data
-    counts = np.bincount(cell, minlength=n_blocks * 256).reshape(n_blocks, 256)
+    counts = block_byte_counts(data, bounds)
     rare = (counts > 0) & (counts <= limit)
     free_codes = 256 - np.count_nonzero(counts, axis=1)
     escaping = (np.count_nonzero(rare, axis=1) >= 2) & (np.diff(bounds) >= BYTES_PER_FREE_CODE * free_codes)
@@ -89,10 +82,15 @@ def find_escapes(
     if not escaping.any():
         return data, Escapes.none(n_blocks)
     mark = np.where(escaping, np.argmax(rare, axis=1), 0).astype(np.uint8)
-    escaped_at = np.flatnonzero(rare.ravel()[cell])
+    found = []
+    for lo, hi, cells in block_cells(data, bounds):
+        if escaping[lo:hi].any():
+            found.append(rare[lo:hi].reshape(-1).take(cells).nonzero()[0] + bounds[lo])
+    escaped_at = np.concatenate(found)
+    block_of = np.searchsorted(bounds, escaped_at, side="right") - 1
     changed = data.copy()
-    changed[escaped_at] = mark[block_of[escaped_at]]
-    count = np.bincount(block_of[escaped_at], minlength=n_blocks).astype(np.int64)
+    changed[escaped_at] = mark[block_of]
+    count = np.bincount(block_of, minlength=n_blocks).astype(np.int64)
     return changed, Escapes(count, mark, data[escaped_at])
 
 

@@ -1,7 +1,8 @@
 """The columns every stage passes along: pair tables and payloads of a run of blocks.
 
 The engine produces them, the container packs and unpacks them, the decoders
-consume them; none of those needs to know about the others.
+consume them; none of those needs to know about the others. The helpers here
+work on such columns for all of them: ranges, running sums, byte counts.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,7 +19,17 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from ._escape import Escapes
 
-__all__ = ["PairTables", "concat_ranges", "cumulative_sum", "empty_for_sums", "for_sums", "run_edges"]
+__all__ = [
+    "PairTables",
+    "block_byte_counts",
+    "block_cells",
+    "byte_counts",
+    "concat_ranges",
+    "cumulative_sum",
+    "empty_for_sums",
+    "for_sums",
+    "run_edges",
+]
 
 
 @dataclasses.dataclass
@@ -136,3 +148,52 @@ def run_edges(weights: npt.NDArray[np.int64], per_run: int) -> list[int]:
     """
     run_of_block = weights.cumsum() // per_run
     return [0, *((run_of_block[1:] != run_of_block[:-1]).nonzero()[0] + 1).tolist(), len(weights)]
+
+
+_PAIRWISE_COUNT = 1 << 18
+"""Inputs at least this long are counted two bytes at a time (``byte_counts``)."""
+
+
+def byte_counts(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    """How often each byte value occurs in *data*.
+
+    A long input is counted two bytes at a time, as 16-bit items, and the
+    65,536 pair counts are folded back into bytes: half the items, and runs of
+    one value no longer add to one counter back to back (text of 1 MiB: 0.75
+    against 1.54 ns a byte for ``np.bincount`` of the bytes).
+    """
+    n = len(data)
+    if n < _PAIRWISE_COUNT:
+        return np.bincount(data, minlength=256)
+    pairs = np.bincount(data[: n & ~1].view(np.uint16), minlength=1 << 16).reshape(256, 256)
+    counts: npt.NDArray[np.int64] = pairs.sum(axis=0)
+    counts += pairs.sum(axis=1)
+    if n & 1:
+        counts[data[-1]] += 1
+    return counts
+
+
+def block_cells(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64]
+) -> Iterator[tuple[int, int, npt.NDArray[np.uint16]]]:
+    """The blocks *bounds* delimits, 256 at a time: the first and last block (exclusive)
+    and each byte's 16-bit cell, ``(block - first) * 256 + byte``.
+
+    Built in place from 16-bit items, not from 64-bit temporaries (a block number
+    times 256 plus the byte took 8.5 ns a byte on 1 MiB of text, mostly page
+    faults on the fresh arrays; this, with its count, 1.3 ns).
+    """
+    nb = len(bounds) - 1
+    for lo in range(0, nb, 256):
+        hi = min(lo + 256, nb)
+        cells = np.repeat(np.arange(0, (hi - lo) * 256, 256, dtype=np.uint16), bounds[lo + 1 : hi + 1] - bounds[lo:hi])
+        cells |= data[bounds[lo] : bounds[hi]]
+        yield lo, hi, cells
+
+
+def block_byte_counts(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """How often each byte value occurs in each block *bounds* delimits: ``(blocks, 256)``."""
+    counts = np.empty((len(bounds) - 1, 256), dtype=np.int64)
+    for lo, hi, cells in block_cells(data, bounds):
+        counts[lo:hi] = np.bincount(cells, minlength=(hi - lo) * 256).reshape(hi - lo, 256)
+    return counts

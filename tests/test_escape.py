@@ -87,6 +87,25 @@ def test_blocks_are_escaped_independently() -> None:
     assert out.tobytes() == a + b + c
 
 
+def test_blocks_beyond_the_first_256_are_escaped_as_alone() -> None:
+    """Blocks are counted and looked up 256 at a time: each block past the first
+    group escapes exactly as it does on its own, at its own place."""
+    pieces = [
+        _text_with_rare_bytes(4096, bytes([0x80 + k % 7, 0xC0 + k % 5]) if k % 3 else b"", seed=k) for k in range(600)
+    ]
+    arr = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    bounds = np.arange(0, 4096 * 601, 4096, dtype=np.int64)
+    changed, esc = find_escapes(arr, bounds, limit=10)
+    for k in (0, 1, 255, 256, 257, 511, 512, 599):
+        alone_changed, alone = find_escapes(*_one_block(pieces[k]), limit=10)
+        assert esc.count[k] == alone.count[0] == (2 if k % 3 else 0), k
+        assert esc.blocks(k, k + 1).literals.tobytes() == alone.literals.tobytes()
+        assert changed[bounds[k] : bounds[k + 1]].tobytes() == alone_changed.tobytes()
+    out = changed.copy()
+    restore_escapes(out, np.diff(bounds), esc, 0)
+    assert out.tobytes() == arr.tobytes()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=3000), min_size=1, max_size=6), st.integers(1, 40))
 def test_find_then_restore_is_the_identity(blocks: list[bytes], limit: int) -> None:

@@ -1,4 +1,4 @@
-"""The shared column helpers: ranges, running sums and runs of blocks."""
+"""The shared column helpers: ranges, running sums, byte counts and runs of blocks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bytepair import _tables
-from bytepair._tables import concat_ranges, cumulative_sum, empty_for_sums, fast_sums_step, for_sums, run_edges
+from bytepair._tables import (
+    block_byte_counts,
+    block_cells,
+    byte_counts,
+    concat_ranges,
+    cumulative_sum,
+    empty_for_sums,
+    fast_sums_step,
+    for_sums,
+    run_edges,
+)
 
 _lengths = st.lists(st.integers(0, 40), max_size=60)
 
@@ -82,3 +92,34 @@ def test_run_edges_cut_where_the_running_weight_passes_a_multiple(
     weights: list[int], per_run: int, edges: list[int]
 ) -> None:
     assert run_edges(np.array(weights, dtype=np.int64), per_run) == edges
+
+
+@pytest.mark.parametrize("size", [0, 1, 5, 1 << 18, (1 << 18) + 1, (1 << 18) + 7])
+def test_byte_counts_match_bincount_short_or_long_even_or_odd(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(size)
+    data = rng.integers(0, 256, size, dtype=np.uint8)
+    data[: size // 3] = 7  # a long run of one value
+    expected = np.bincount(data, minlength=256)
+    assert byte_counts(data).tolist() == expected.tolist()
+    monkeypatch.setattr(_tables, "_PAIRWISE_COUNT", 2)  # two bytes at a time, from an odd offset too
+    assert byte_counts(data).tolist() == expected.tolist()
+    if size > 1:
+        assert byte_counts(data[1:]).tolist() == np.bincount(data[1:], minlength=256).tolist()
+
+
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=600), st.integers(0, 1000))
+def test_block_byte_counts_are_each_blocks_bincount(lengths: list[int], seed: int) -> None:
+    """Blocks 256 at a time, of any number (more than 256 here often): each row is its block's counts."""
+    bounds = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    data = np.random.default_rng(seed).integers(0, 256, int(bounds[-1]), dtype=np.uint8)
+    counts = block_byte_counts(data, bounds)
+    assert counts.shape == (len(lengths), 256) and counts.dtype == np.int64
+    for b in range(len(lengths)):
+        assert counts[b].tolist() == np.bincount(data[bounds[b] : bounds[b + 1]], minlength=256).tolist()
+    groups = list(block_cells(data, bounds))
+    nb = len(lengths)
+    assert [(lo, hi) for lo, hi, _ in groups] == [(lo, min(lo + 256, nb)) for lo in range(0, nb, 256)]
+    for lo, hi, cells in groups:
+        assert cells.dtype == np.uint16
+        expected = np.repeat(np.arange(hi - lo), lengths[lo:hi]) * 256 + data[bounds[lo] : bounds[hi]]
+        assert cells.tolist() == expected.tolist()
