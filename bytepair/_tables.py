@@ -95,8 +95,9 @@ def cumulative_sum(values: npt.NDArray[Any], out: npt.NDArray[np.int64] | None =
 def fast_sums_step() -> int:
     """1 if numpy sums into a contiguous int64 array faster than into a reversed view, else -1.
 
-    Timed once (about 0.3 ms): 32K items, best of five tries each way, in turns.
-    Either answer gives the same sums; a wrong one only costs time.
+    Timed once, on first use (under a millisecond): 32K items, best of five tries
+    each way, in turns. Either answer gives the same sums; a wrong one only costs
+    time.
     """
     values = np.ones(1 << 15, dtype=np.int64)
     arrays = {step: np.empty(len(values), dtype=np.int64)[::step] for step in (1, -1)}
