@@ -341,9 +341,6 @@ class _Batch:
         self.prv[1:] = self.nxt[:n] - 1
         self.prv[starts] = n
         self.prv[n] = n
-        block_of = np.repeat(np.arange(k, dtype=np.uint8), ends - starts)
-        self.block_of = block_of
-
         self.symcount = block_byte_counts(data, bounds)
         absent = self.symcount == 0
         order = np.argsort(~absent[:, ::-1], axis=1, kind="stable")
@@ -851,11 +848,15 @@ class _Batch:
             )
         )
 
+    def _block_of(self) -> npt.NDArray[np.int64]:
+        """The block of every position (for the count checks only)."""
+        return np.repeat(np.arange(self.k, dtype=np.int64), np.diff(self.bounds))
+
     def _final_pair_cells(self) -> npt.NDArray[np.int64]:
         n = self.n
         pos = np.flatnonzero(self._alive())
         pos = pos[self.nxt[pos] != n]
-        block = self.block_of[pos].astype(np.int64)
+        block = self._block_of()[pos]
         left = self.val[pos].astype(np.int64)
         cells: npt.NDArray[np.int64] = block * _TABLE + left * 256 + self.val[self.nxt[pos]]
         return cells
@@ -882,5 +883,5 @@ class _Batch:
         rows = ws.rowmax[: k * 256].astype(np.int64)
         assert np.array_equal(rows, expected.reshape(-1, 256).max(axis=1)), "row maxima differ"
         alive = self._alive()
-        sym = np.bincount(self.block_of[alive].astype(np.int64) * 256 + self.val[: self.n][alive], minlength=k * 256)
+        sym = np.bincount(self._block_of()[alive] * 256 + self.val[: self.n][alive], minlength=k * 256)
         assert np.array_equal(sym.reshape(k, 256), self.symcount), "symbol counts differ"
