@@ -260,7 +260,7 @@ class _Choice:
         return self.block[first]
 
 
-_NewPairs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]
+_NewPairs = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.uint16], int]
 """A slice's new pairs: where each starts, its (block, pair) cell, the cell's count after
 the slice, and how many come first as pairs (neighbour, code)."""
 
@@ -366,10 +366,10 @@ class _Batch:
     # -- the occurrence index -------------------------------------------------
 
     def _sorted_pairs(
-        self, data: npt.NDArray[np.uint8]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint16], npt.NDArray[np.uint8]]:
-        """Where every pair of the batch starts, its 16-bit key and its block, ordered so
-        that each (block, pair)'s occurrences are one run, in position order.
+        self, data: npt.NDArray[np.uint8], pos: npt.NDArray[np.int32]
+    ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint8]]:
+        """Where every pair of the batch starts (into *pos*), its 16-bit key and its block,
+        ordered so that each (block, pair)'s occurrences are one run, in position order.
 
         Each block's keys get a stable argsort of their own: numpy sorts 16-bit keys
         by radix, whose tables stay in cache for one block (a few ns an item on every
@@ -381,20 +381,26 @@ class _Batch:
         keys <<= 8
         keys |= data[1:]
         n_pairs = self.bounds[1:] - self.bounds[:-1] - 1  # a block's last byte starts no pair
-        pos = np.empty(int(n_pairs.sum()), dtype=np.int64)
+        sorted_keys = self.ws.buffer("first_keys", len(pos), np.uint16)
         ends = n_pairs.cumsum().tolist()
         for lo, hi, start in zip([0, *ends[:-1]], ends, self.bounds[:-1].tolist(), strict=True):
-            np.add(keys[start : start + hi - lo].argsort(kind="stable"), start, out=pos[lo:hi])
-        return pos, keys.take(pos), np.repeat(np.arange(self.k, dtype=np.uint8), n_pairs)
+            block_keys = keys[start : start + hi - lo]
+            order = block_keys.argsort(kind="stable")
+            block_keys.take(order, out=sorted_keys[lo:hi])
+            np.add(order, start, out=pos[lo:hi], casting="unsafe")
+        return sorted_keys, np.repeat(np.arange(self.k, dtype=np.uint8), n_pairs)
 
     def _index_initial_pairs(self, data: npt.NDArray[np.uint8]) -> None:
-        """Count every pair of the batch and index those seen at least ``threshold`` times."""
+        """Count every pair of the batch and index them: the index starts with every
+        pair's position, each (block, pair) one run. Only the runs of pairs seen at
+        least ``threshold`` times are recorded; the others' entries are never read,
+        which costs less than leaving them out (a pass over the batch)."""
         n = self.n
         ws = self.ws
-        pos, keys, blocks = self._sorted_pairs(data)
-        kept = self.gn = 0
-        index_pos = ws.buffer("index_pos", n + 16, np.int32)
+        self.gn = 0
+        pos = ws.buffer("index_pos", n + 16, np.int32)[: max(n - self.k, 0)]  # a block's last byte starts no pair
         ws.buffer("index_run", n + 16, np.uint16)  # run lengths beside index_pos; both grow later
+        keys, blocks = self._sorted_pairs(data, pos)
         if len(pos):
             head = np.empty(len(pos), dtype=np.bool_)
             head[0] = True
@@ -402,25 +408,21 @@ class _Batch:
             head[1:] |= blocks[1:] != blocks[:-1]
             starts, sizes = _runs(head)
             cell = blocks[starts].astype(np.int64) * _TABLE + keys[starts]
-            ws.counts[cell] = sizes
+            ws.counts[cell] = sizes.astype(np.uint16)
             np.maximum.at(ws.rowmax, cell >> 8, sizes.astype(np.uint16))
-            frequent = sizes >= self.threshold
-            keep = np.repeat(frequent, sizes)
-            kept = int(np.count_nonzero(keep))
-            pos.compress(keep, out=index_pos[:kept])  # faster than pos[keep] (see _result)
-            lengths = sizes[frequent]
-            self._record_runs(cell[frequent], np.cumsum(lengths) - lengths, lengths, kept)
-        self.gn = kept
+            frequent = (sizes >= self.threshold).nonzero()[0]
+            self._record_runs(cell[frequent], starts[frequent], sizes[frequent], len(pos))
+        self.gn = len(pos)
 
     def _record_runs(
         self, cells: npt.NDArray[np.int64], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], end: int
     ) -> None:
         """Index entries ``starts[r]`` to ``starts[r] + lengths[r]`` are the run of (block, pair)
         cell ``cells[r]``; the index now ends at *end*."""
-        self.ws.run_at[cells] = starts
-        self.ws.grow("index_run", self.gn, end)[starts] = lengths
+        self.ws.run_at[cells] = starts.astype(np.int32)
+        self.ws.grow("index_run", self.gn, end)[starts] = lengths.astype(np.uint16)
 
-    def _append_index(self, pos: npt.NDArray[np.int64], cells: npt.NDArray[np.int64], n_before: int | None) -> None:
+    def _append_index(self, pos: npt.NDArray[np.int32], cells: npt.NDArray[np.int64], n_before: int | None) -> None:
         """Index new occurrences at *pos*, of the (block, pair) *cells*.
 
         A step taken in one slice gives its entries grouped by side and merge, each
@@ -734,11 +736,16 @@ class _Batch:
 
         # 6. the pairs each match destroys and creates. A match's code goes in at once,
         # marked, so a neighbour that is another match of this slice shows as one.
+        # links are int32 in the tables and int64 as indices; both are kept, as a fancy
+        # assignment that must cast its values costs about twice one that need not
         i = cand
         j = after
-        p = prv.take(i).astype(np.int64)
-        q = nxt.take(j).astype(np.int64)
-        pp = prv.take(p).astype(np.int64)
+        p32 = prv.take(i)
+        p = p32.astype(np.int64)
+        q32 = nxt.take(j)
+        q = q32.astype(np.int64)
+        pp32 = prv.take(p)
+        pp = pp32.astype(np.int64)
         m_code = merges.marked16.take(owner)  # in val's own type: no cast when stored
         val[i] = m_code
         # the neighbours' symbols stay in val's own type (int16) until they go into cells
@@ -791,10 +798,11 @@ class _Batch:
         m_code -= _MARK
         val[i] = m_code
         val[j] = _DEAD
-        nxt[i] = q
-        prv[q] = i
+        i32 = i.astype(np.int32)
+        nxt[i] = q32
+        prv[q] = i32
         prv[self.n] = self.n
-        created.append((np.concatenate((np.where(p_is_partner, pp, p), i)), inc, inc_count, len(i)))
+        created.append((np.concatenate((np.where(p_is_partner, pp32, p32), i32)), inc, inc_count, len(i)))
         return made
 
     # -- results ---------------------------------------------------------------

@@ -193,8 +193,9 @@ def test_first_pairs_come_sorted_by_block_pair_and_position(data: bytes, cut_see
     bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
     arr = np.frombuffer(data, dtype=np.uint8)
     batch = _engine._Batch(arr, bounds, threshold=2, recycle=True, max_depth=None, merges_per_step=8, block_offset=0)
+    pos = np.empty(len(data) - (len(bounds) - 1), dtype=np.int32)
     try:
-        pos, keys, blocks = batch._sorted_pairs(arr)
+        keys, blocks = batch._sorted_pairs(arr, pos)
     finally:
         batch._reset_tables(everything=True)
     starts = np.flatnonzero(np.isin(np.arange(len(data) - 1), bounds[1:-1] - 1, invert=True))
@@ -204,6 +205,40 @@ def test_first_pairs_come_sorted_by_block_pair_and_position(data: bytes, cut_see
     assert pos.tolist() == starts[order].tolist()
     assert keys.tolist() == key_of[order].tolist()
     assert blocks.tolist() == block_of[order].tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=blocky_bytes(), cut_seed=st.integers(0, 2**32 - 1), threshold=st.integers(2, 5))
+def test_first_index_runs_hold_each_frequent_pair(data: bytes, cut_seed: int, threshold: int) -> None:
+    """Every (block, pair) seen at least *threshold* times has a recorded run of the index
+    holding exactly its positions, in order; the entries of rarer pairs stay unrecorded."""
+    rng = np.random.default_rng(cut_seed)
+    cuts = sorted(set(rng.integers(1, max(2, len(data)), rng.integers(0, 6)).tolist()) - {len(data)})
+    bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    batch = _engine._Batch(
+        arr, bounds, threshold=threshold, recycle=True, max_depth=None, merges_per_step=8, block_offset=0
+    )
+    try:
+        ws = batch.ws
+        index_pos = ws.buffer("index_pos", batch.gn, np.int32).copy()
+        index_run = ws.buffer("index_run", batch.gn, np.uint16).copy()
+        run_at = ws.run_at.copy()
+    finally:
+        batch._reset_tables(everything=True)
+    expected: dict[int, list[int]] = {}
+    values = arr.tolist()
+    for b, (lo, hi) in enumerate(itertools.pairwise(bounds.tolist())):
+        for i in range(lo, hi - 1):
+            expected.setdefault(b * 65536 + values[i] * 256 + values[i + 1], []).append(i)
+    recorded = 0
+    for cell, positions in expected.items():
+        if len(positions) >= threshold:
+            at = int(run_at[cell])
+            assert int(index_run[at]) == len(positions)
+            assert index_pos[at : at + len(positions)].tolist() == positions
+            recorded += len(positions)
+    assert recorded <= batch.gn
 
 
 def assert_same_result(a: EncodedBlocks, b: EncodedBlocks) -> None:
