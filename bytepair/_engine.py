@@ -46,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buffers import Buffers, per_thread
-from ._tables import block_byte_counts, concat_ranges, run_edges
+from ._tables import concat_ranges, run_edges
 
 __all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "batch_edges", "encode_blocks"]
 
@@ -341,7 +341,11 @@ class _Batch:
         self.prv[1:] = self.nxt[:n] - 1
         self.prv[starts] = n
         self.prv[n] = n
-        self.symcount = block_byte_counts(data, bounds)
+        try:
+            self.symcount = self._index_initial_pairs(data)
+        except BaseException:
+            self._reset_tables(everything=True)
+            raise
         absent = self.symcount == 0
         order = np.argsort(~absent[:, ::-1], axis=1, kind="stable")
         self.fresh_codes = (255 - order).astype(np.int64)
@@ -356,12 +360,6 @@ class _Batch:
         self.explen_flat = self.explen.reshape(-1)
         self.steps: list[tuple[npt.NDArray[Any], ...]] = []
         self.last_replaced = np.zeros(0, dtype=np.int64)
-
-        try:
-            self._index_initial_pairs(data)
-        except BaseException:
-            self._reset_tables(everything=True)
-            raise
 
     # -- the occurrence index -------------------------------------------------
 
@@ -390,13 +388,22 @@ class _Batch:
             np.add(order, start, out=pos[lo:hi], casting="unsafe")
         return sorted_keys, np.repeat(np.arange(self.k, dtype=np.uint8), n_pairs)
 
-    def _index_initial_pairs(self, data: npt.NDArray[np.uint8]) -> None:
+    def _index_initial_pairs(self, data: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
         """Count every pair of the batch and index them: the index starts with every
         pair's position, each (block, pair) one run. Only the runs of pairs seen at
         least ``threshold`` times are recorded; the others' entries are never read,
-        which costs less than leaving them out (a pass over the batch)."""
+        which costs less than leaving them out (a pass over the batch).
+
+        Returns each block's byte counts, ``(k, 256)``: a byte value's count is that of
+        the pairs it starts, plus one if it ends the block (from the runs, far fewer
+        than the bytes, instead of another pass over the batch).
+        """
         n = self.n
         ws = self.ws
+        k = self.k
+        symcount = np.zeros(k * 256, dtype=np.int64)
+        ends = self.bounds[1:] - 1
+        symcount[np.arange(0, k * 256, 256) + data[ends]] = 1  # one cell per block
         self.gn = 0
         pos = ws.buffer("index_pos", n + 16, np.int32)[: max(n - self.k, 0)]  # a block's last byte starts no pair
         ws.buffer("index_run", n + 16, np.uint16)  # run lengths beside index_pos; both grow later
@@ -412,7 +419,9 @@ class _Batch:
             np.maximum.at(ws.rowmax, cell >> 8, sizes.astype(np.uint16))
             frequent = (sizes >= self.threshold).nonzero()[0]
             self._record_runs(cell[frequent], starts[frequent], sizes[frequent], len(pos))
+            np.add.at(symcount, cell >> 8, sizes)
         self.gn = len(pos)
+        return symcount.reshape(k, 256)
 
     def _record_runs(
         self, cells: npt.NDArray[np.int64], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], end: int
