@@ -402,10 +402,9 @@ class _Batch:
         ws = self.ws
         k = self.k
         symcount = np.zeros(k * 256, dtype=np.int64)
-        ends = self.bounds[1:] - 1
-        symcount[np.arange(0, k * 256, 256) + data[ends]] = 1  # one cell per block
+        symcount[np.arange(0, k * 256, 256) + data[self.bounds[1:] - 1]] = 1  # each block's last byte
         self.gn = 0
-        pos = ws.buffer("index_pos", n + 16, np.int32)[: max(n - self.k, 0)]  # a block's last byte starts no pair
+        pos = ws.buffer("index_pos", n + 16, np.int32)[: n - k]  # a block's last byte starts no pair
         ws.buffer("index_run", n + 16, np.uint16)  # run lengths beside index_pos; both grow later
         keys, blocks = self._sorted_pairs(data, pos)
         if len(pos):

@@ -211,8 +211,8 @@ def test_first_pairs_come_sorted_by_block_pair_and_position(data: bytes, cut_see
 @given(data=blocky_bytes(), cut_seed=st.integers(0, 2**32 - 1), threshold=st.integers(2, 5))
 def test_first_index_runs_hold_each_frequent_pair(data: bytes, cut_seed: int, threshold: int) -> None:
     """Every (block, pair) seen at least *threshold* times has a recorded run of the index
-    holding exactly its positions, in order; the entries of rarer pairs stay unrecorded.
-    The byte counts the engine derives from the pairs are each block's own."""
+    holding exactly its positions, in order, and the byte counts the engine derives
+    from the pairs are each block's own."""
     rng = np.random.default_rng(cut_seed)
     cuts = sorted(set(rng.integers(1, max(2, len(data)), rng.integers(0, 6)).tolist()) - {len(data)})
     bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
