@@ -449,8 +449,9 @@ class _Batch:
             order = cells.astype(np.uint16).argsort(kind="stable")  # bits 0-15: the pair
             order = order[(cells[order] >> 16).astype(np.uint8).argsort(kind="stable")]
         else:
-            neighbour = cells.astype(np.uint8)  # bits 0-7 of a cell: the right symbol
-            neighbour[:n_before] = cells[:n_before] >> 8
+            neighbour = np.empty(len(cells), dtype=np.uint8)
+            np.right_shift(cells[:n_before], 8, out=neighbour[:n_before], casting="unsafe")  # bits 8-15: left
+            neighbour[n_before:] = cells[n_before:]  # bits 0-7 of a cell: the right symbol
             order = neighbour.argsort(kind="stable")
         cells = cells.take(order)
         head = np.empty(len(cells), dtype=np.bool_)
@@ -665,13 +666,14 @@ class _Batch:
         # 9. index the new pairs that are frequent enough to be chosen some day
         if len(created) == 1:
             pos, cells, inc_count, n_before = created[0]
-            new = inc_count >= self.threshold
-            self._append_index(pos.compress(new), cells.compress(new), int(np.count_nonzero(new[:n_before])))
+            # one nonzero for both columns (``compress`` makes its own for each)
+            new = (inc_count >= self.threshold).nonzero()[0]
+            self._append_index(pos.take(new), cells.take(new), int(new.searchsorted(n_before)))
         else:
             pos = np.concatenate([c[0] for c in created])
             cells = np.concatenate([c[1] for c in created])
-            new = ws.counts[cells] >= self.threshold  # counts at the end: later slices add to them
-            self._append_index(pos.compress(new), cells.compress(new), None)
+            new = (ws.counts.take(cells) >= self.threshold).nonzero()[0]  # counts at the end: later slices add to them
+            self._append_index(pos.take(new), cells.take(new), None)
 
         self.steps.append((active, left, right, code, count, expansion, has_fresh))
         self.last_replaced = made
