@@ -645,8 +645,8 @@ class _Batch:
         slices = self._slices(cand, owner)
         for start, stop in slices:
             # each merge's candidates in this slice (they come grouped by merge)
-            held = found if len(slices) == 1 else np.bincount(owner[start:stop], minlength=len(active))
-            made += self._replace(merges, cand[start:stop], owner[start:stop], held, created)
+            n_cand = found if len(slices) == 1 else np.bincount(owner[start:stop], minlength=len(active))
+            made += self._replace(merges, cand[start:stop], owner[start:stop], n_cand, created)
 
         # 8. symbol counts, code bookkeeping
         row_left = active * 256 + left
@@ -711,12 +711,12 @@ class _Batch:
         merges: _StepMerges,
         cand: npt.NDArray[np.int64],
         owner: npt.NDArray[np.int64],
-        held: npt.NDArray[np.int64],
+        n_cand: npt.NDArray[np.int64],
         created: list[_NewPairs],
     ) -> npt.NDArray[np.int64]:
-        """Replace the candidates *cand* (of merge *owner* each, grouped by merge: *held*
-        of merge ``m``) that still hold their pair; record the pairs they create in
-        *created*; returns each merge's count.
+        """Replace the candidates *cand* (of merge *owner* each, grouped by merge:
+        ``n_cand[m]`` of merge ``m``) that still hold their pair; record the pairs they
+        create in *created*; returns each merge's count.
 
         A merge's columns reach its candidates by ``np.repeat`` over those counts,
         several times cheaper than a gather by *owner* (0.05-0.3 against 0.56 ns an
@@ -727,8 +727,8 @@ class _Batch:
         # mostly gathers; see benchmarks/README, "Gathers by take".)
         val, nxt, prv = self.val, self.nxt, self.prv
         after = nxt.take(cand).astype(np.int64)
-        live = val.take(cand) == merges.left16.repeat(held)  # compared in val's own type
-        live &= val.take(after) == merges.right16.repeat(held)
+        live = val.take(cand) == merges.left16.repeat(n_cand)  # compared in val's own type
+        live &= val.take(after) == merges.right16.repeat(n_cand)
         kept = live.nonzero()[0]
         cand = cand[kept]
         after = after[kept]
