@@ -266,7 +266,8 @@ the slice, and how many come first as pairs (neighbour, code)."""
 
 
 class _StepMerges:
-    """The merges of one step as the columns a match looks up by its merge (``owner``)."""
+    """The merges of one step as columns, one entry a merge, repeated over each merge's
+    candidates or matches (they come grouped by merge) to line up with them."""
 
     def __init__(
         self,
