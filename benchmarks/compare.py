@@ -6,10 +6,14 @@
 
 Each setting is ``name=value`` pairs for ``bytepair.compress`` (integers).
 Every run compresses every input (each file on its own) with each setting in
-turn, timing CPU with ``time.process_time``; the report gives each setting's
-median time, its ratio to the first setting's, and its compressed/original.
-On a small shared machine whose speed drifts between runs, this is the only
-way to see differences of a few percent: the settings share every drift.
+turn, input by input, the setting that goes first swapping from one input to
+the next, timing CPU with ``time.process_time``; the report gives each
+setting's median run time, its ratio to the first setting's, and its
+compressed/original. On a small shared machine whose speed drifts between
+runs, this is the only way to see differences of a few percent: the settings
+share every drift. Even so, the same code on both sides gives 0.99x-1.05x
+from one invocation to the next in a busy hour (benchmarks/README, "Noise"):
+repeat an invocation before trusting a difference of a few percent.
 ``--base-from DIR`` runs the base setting with the ``bytepair`` package of
 another checkout (e.g. a ``git worktree`` of an older commit), loaded beside
 this one, to compare two versions of the code the same way. ``--decompress``
@@ -30,7 +34,7 @@ import time
 import zlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 # this checkout's package, even where another copy is installed: a benchmark run
 # from a working tree must time that tree's code
@@ -39,6 +43,7 @@ import bytepair
 from bytepair import _bench
 
 PROG = "compare.py"
+T = TypeVar("T")
 
 
 def load_checkout(root: str) -> ModuleType:
@@ -101,12 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         return _compare_decompress(runs, inputs, args)
     times: list[list[float]] = [[] for _ in runs]
     sizes = [sum(len(module.compress(d, **s)) for d in inputs) for module, s in runs]  # also warms up
-    for _ in range(args.runs):
-        for k, (module, settings) in enumerate(runs):
-            start = time.process_time()
-            for data in inputs:
+    for r in range(args.runs):
+        run_times = [0.0] * len(runs)
+        for i, data in enumerate(inputs):
+            for k, (module, settings) in _turns(runs, r + i):
+                start = time.process_time()
                 module.compress(data, **settings)
-            times[k].append(time.process_time() - start)
+                run_times[k] += time.process_time() - start
+        for k, run_time in enumerate(run_times):
+            times[k].append(run_time)
     first = statistics.median(times[0])
     print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs, CPU time medians")
     for (module, settings), spent, size in zip(runs, times, sizes, strict=True):
@@ -115,6 +123,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(spent) / first:6.3f}x  ratio {size / max(total, 1):.4f}"
         )
     return 0
+
+
+def _turns(items: list[T], turn: int) -> list[tuple[int, T]]:
+    """*items* with their index, in order on even turns and reversed on odd ones.
+
+    Settings take turns input by input, not pass by pass, and swap who goes first:
+    this machine's speed drifts over seconds (one pass over both corpora took
+    0.86-1.27 s within a minute), and with whole passes in a fixed order the same
+    code on both sides came out 1.034x over both corpora (11 runs, 2026-11-26).
+    """
+    order = list(enumerate(items))
+    return order if turn % 2 == 0 else order[::-1]
 
 
 def _shown(module: Any, settings: dict[str, int], args: argparse.Namespace) -> str:
@@ -135,12 +155,14 @@ def _compare_decompress(runs: list[tuple[Any, dict[str, int]]], inputs: list[byt
     decoders.append((zlib.decompress, deflated))
     times: list[list[float]] = [[] for _ in decoders]
     for r in range(args.runs):
-        order = list(enumerate(decoders))
-        for k, (decode, blobs) in order if r % 2 == 0 else order[::-1]:  # alternate who goes first
-            start = time.process_time()
-            for blob in blobs:
-                decode(blob)
-            times[k].append(time.process_time() - start)
+        run_times = [0.0] * len(decoders)
+        for i in range(len(inputs)):
+            for k, (decode, blobs) in _turns(decoders, r + i):
+                start = time.process_time()
+                decode(blobs[i])
+                run_times[k] += time.process_time() - start
+        for k, run_time in enumerate(run_times):
+            times[k].append(run_time)
     total = sum(map(len, inputs))
     medians = [statistics.median(t) for t in times]
     print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs, decompress CPU time medians")

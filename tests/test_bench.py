@@ -364,6 +364,26 @@ def test_compare_base_from_another_checkout(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "no bytepair package" in missing.stderr
 
 
+def test_compare_takes_turns_input_by_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each input is compressed with both settings before the next, and who goes first
+    swaps from one input (and run) to the next, so that drift falls on both alike."""
+    compare = benchmark_module("compare", monkeypatch)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_bytes(name.encode() * 100)
+    calls: list[tuple[int, bytes]] = []
+
+    class Recorder:
+        def compress(self, data: bytes, level: int) -> bytes:
+            calls.append((level, data[:1]))
+            return data
+
+    monkeypatch.setattr(compare, "bytepair", Recorder())
+    assert compare.main(["--base", "level=1", "--new", "level=2", "--runs", "2", str(tmp_path)]) == 0
+    timed = calls[-12:]  # 2 runs x 3 inputs x 2 settings, after the checks and the warm-up
+    assert [data for _, data in timed] == [d for d in (b"a", b"b", b"c") * 2 for _ in range(2)]
+    assert [level for level, _ in timed] == [1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2, 1]
+
+
 PROFILE = REPO / "benchmarks" / "profile_compress.py"
 
 
