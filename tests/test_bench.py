@@ -384,6 +384,24 @@ def test_compare_takes_turns_input_by_input(tmp_path: Path, monkeypatch: pytest.
     assert [level for level, _ in timed] == [1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2, 1]
 
 
+PRIMITIVES = REPO / "benchmarks" / "primitives.py"
+
+
+def test_primitives_times_every_operation_and_sums_the_write_path() -> None:
+    proc = run_benchmark(PRIMITIVES, "--items", "4096", "--repeats", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("| ") and not line.startswith("| operation"):
+            name, ns = (cell.strip() for cell in line.strip("|").split("|"))
+            rows[name] = float(ns)
+    assert len(rows) == 10 and min(rows.values()) > 0
+    written = float(proc.stdout.rsplit(": ", 1)[1].split()[0])
+    first_four = list(rows.values())[:4]
+    assert abs(written - sum(first_four)) < 0.02 * len(first_four)  # each row is rounded to 0.01
+    assert run_benchmark(PRIMITIVES, "--repeats", "0").returncode == 2
+
+
 PROFILE = REPO / "benchmarks" / "profile_compress.py"
 
 
