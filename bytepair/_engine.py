@@ -374,7 +374,7 @@ class _Batch:
         by radix, whose tables stay in cache for one block (a few ns an item on every
         machine here). Sorting 32-bit ``pair << 16 | offset`` items instead is faster
         only where numpy's vectorised sort is (3.5 ns an item on one machine, 18 on
-        another); see benchmarks/README, "The first pair index".
+        another); see benchmarks/HISTORY.md, "The first pair index".
         """
         keys = data[:-1].astype(np.uint16)
         keys <<= 8
@@ -725,7 +725,7 @@ class _Batch:
         ws = self.ws
         # 4. keep those that still hold the pair. (Gathers here are ``take``: about 0.3 ns
         # an item faster than fancy indexing with the same int64 index, and a step is
-        # mostly gathers; see benchmarks/README, "Gathers by take".)
+        # mostly gathers; see benchmarks/HISTORY.md, "Gathers by take".)
         val, nxt, prv = self.val, self.nxt, self.prv
         after = nxt.take(cand).astype(np.int64)
         live = val.take(cand) == merges.left16.repeat(n_cand)  # compared in val's own type

@@ -483,7 +483,7 @@ build their code expansions in Python (``_MeaningsInPython``): the numpy passes 
 level cost more than a Python loop over so few merges. Python costs about 0.2 us a merge,
 numpy about 0.1 ms fixed and less per merge: one or two blocks of text (200-400 merges)
 are built in 0.45-0.7x the time, and the two cross at a weight of about 1,000-1,300
-(every level-5 frame of both corpora timed both ways; benchmarks/README, "Small frames")."""
+(every level-5 frame of both corpora timed both ways; benchmarks/HISTORY.md, "Small frames")."""
 _BLOCK_WEIGHT = 64
 
 SMALL_RUN = 3000
