@@ -27,11 +27,13 @@ Exit status: 0 done, 1 bad path, 2 bad option.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import statistics
 import sys
 import time
 import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -104,17 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(map(len, inputs))
     if args.decompress:
         return _compare_decompress(runs, inputs, args)
-    times: list[list[float]] = [[] for _ in runs]
     sizes = [sum(len(module.compress(d, **s)) for d in inputs) for module, s in runs]  # also warms up
-    for r in range(args.runs):
-        run_times = [0.0] * len(runs)
-        for i, data in enumerate(inputs):
-            for k, (module, settings) in _turns(runs, r + i):
-                start = time.process_time()
-                module.compress(data, **settings)
-                run_times[k] += time.process_time() - start
-        for k, run_time in enumerate(run_times):
-            times[k].append(run_time)
+    compressors = [functools.partial(_compress_input, module, settings, inputs) for module, settings in runs]
+    times = _timed_in_turns(compressors, len(inputs), args.runs)
     first = statistics.median(times[0])
     print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs, CPU time medians")
     for (module, settings), spent, size in zip(runs, times, sizes, strict=True):
@@ -125,7 +119,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _turns(items: list[T], turn: int) -> list[tuple[int, T]]:
+def _compress_input(module: Any, settings: dict[str, int], inputs: list[bytes], i: int) -> None:
+    module.compress(inputs[i], **settings)
+
+
+def _decode_input(decode: Callable[[bytes], bytes], blobs: list[bytes], i: int) -> None:
+    decode(blobs[i])
+
+
+def _timed_in_turns(callers: Sequence[Callable[[int], None]], n_inputs: int, runs: int) -> list[list[float]]:
+    """Each caller's CPU time in each run, where a run calls every caller on every
+    input index, the callers taking turns input by input (``_turns``)."""
+    times: list[list[float]] = [[] for _ in callers]
+    for r in range(runs):
+        run_times = [0.0] * len(callers)
+        for i in range(n_inputs):
+            for k, call in _turns(callers, r + i):
+                start = time.process_time()
+                call(i)
+                run_times[k] += time.process_time() - start
+        for k, run_time in enumerate(run_times):
+            times[k].append(run_time)
+    return times
+
+
+def _turns(items: Sequence[T], turn: int) -> list[tuple[int, T]]:
     """*items* with their index, in order on even turns and reversed on odd ones.
 
     Settings take turns input by input, not pass by pass, and swap who goes first:
@@ -153,16 +171,7 @@ def _compare_decompress(runs: list[tuple[Any, dict[str, int]]], inputs: list[byt
     deflated = [zlib.compress(d, 6) for d in inputs]
     decoders = [(module.decompress, blobs) for (module, _), blobs in zip(runs, streams, strict=True)]
     decoders.append((zlib.decompress, deflated))
-    times: list[list[float]] = [[] for _ in decoders]
-    for r in range(args.runs):
-        run_times = [0.0] * len(decoders)
-        for i in range(len(inputs)):
-            for k, (decode, blobs) in _turns(decoders, r + i):
-                start = time.process_time()
-                decode(blobs[i])
-                run_times[k] += time.process_time() - start
-        for k, run_time in enumerate(run_times):
-            times[k].append(run_time)
+    times = _timed_in_turns([functools.partial(_decode_input, *d) for d in decoders], len(inputs), args.runs)
     total = sum(map(len, inputs))
     medians = [statistics.median(t) for t in times]
     print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs, decompress CPU time medians")
