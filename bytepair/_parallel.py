@@ -9,11 +9,12 @@ takes items itself while more are waiting than the feeders will take next. So
 no worker waits for this process to finish a frame, and nothing waits inside
 the pool, where it could no longer be taken back. Blocks are independent as
 well: a frame with no other after it (the last of a stream, or the only one) is
-split into shares of blocks, one per engine batch and at least one per process
-(``share_edges``), which go through the same queue, and assembled here. The
-engine makes many short numpy calls and holds the GIL most of the time, so
-threads would not scale. Frames smaller than ``MIN_SHARE`` per worker are
-encoded here: starting work elsewhere would cost more than it saves.
+split into shares of blocks, one per engine batch and at least one per process,
+the last of them in one piece per process (``share_edges``), which go through
+the same queue, and assembled here. The engine makes many short numpy calls and
+holds the GIL most of the time, so threads would not scale. Frames smaller than
+``MIN_SHARE`` per worker are encoded here: starting work elsewhere would cost
+more than it saves.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ __all__ = ["MIN_SHARE", "Finished", "FramePipeline", "resolve_threads", "share_e
 
 MIN_SHARE = 1 << 18
 """Least input (256 KiB) worth sending to a worker."""
+
+MIN_TAIL_SHARE = 1 << 17
+"""Least input (128 KiB) of a piece of a frame's last share (see ``share_edges``)."""
 
 SPARE_FRAMES = 1
 """Frames left waiting per worker while this process encodes one: a worker that is
@@ -80,12 +84,19 @@ def share_edges(bounds: npt.NDArray[np.int64], workers: int) -> list[int]:
     whole (``batch_edges``: sharing then costs no more engine steps), and at least
     one per process, none under ``MIN_SHARE`` bytes. Shares go to whoever is free,
     so more of them than processes even out the end: content, not size, sets
-    what a share costs.
+    what a share costs. When there are more, the last share, which would run
+    alone while the other processes wait, goes out as one piece per process
+    (none under ``MIN_TAIL_SHARE`` bytes): one engine batch more, for an end
+    about half a share sooner.
     """
     size = int(bounds[-1])
     batches = len(batch_edges(np.diff(bounds))) - 1
     shares = min(max(workers, batches), size // MIN_SHARE, len(bounds) - 1)
-    targets = np.arange(1, shares) * (size / shares)
+    weights = np.ones(shares)
+    pieces = min(workers, size // shares // MIN_TAIL_SHARE)
+    if shares > workers:
+        weights = np.concatenate((weights[1:], np.full(pieces, 1 / pieces)))
+    targets = np.cumsum(weights[:-1]) * (size / weights.sum())
     edges: list[int] = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1]))).tolist()
     return edges
 
