@@ -90,6 +90,13 @@ def test_share_edges_follow_engine_batches(
         assert pieces.min() >= parallel.MIN_TAIL_SHARE - max(block_sizes)
 
 
+def test_no_piece_of_the_last_share_under_min_tail_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "MIN_SHARE", 65536)
+    bounds = np.concatenate(([0], np.cumsum([1000] * 640)))  # six batches (128 blocks, 512 KiB)
+    sizes = np.diff(bounds[parallel.share_edges(bounds, 2)])
+    assert len(sizes) == 6 and sizes.max() - sizes.min() <= 2000  # pieces of the last would be 53 KB
+
+
 class _SlowPool:
     """A worker that takes its time over every job: the slowest worker there is, in a thread."""
 
