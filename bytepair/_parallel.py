@@ -93,8 +93,8 @@ def share_edges(bounds: npt.NDArray[np.int64], workers: int) -> list[int]:
     batches = len(batch_edges(np.diff(bounds))) - 1
     shares = min(max(workers, batches), size // MIN_SHARE, len(bounds) - 1)
     weights = np.ones(shares)
-    pieces = min(workers, size // max(shares, 1) // MIN_TAIL_SHARE)
-    if shares > workers and pieces > 1:
+    if shares > workers:  # a last round: its share in pieces (one piece leaves it whole)
+        pieces = max(1, min(workers, size // shares // MIN_TAIL_SHARE))
         weights = np.concatenate((weights[1:], np.full(pieces, 1 / pieces)))
     targets = np.cumsum(weights[:-1]) * (size / weights.sum())
     edges: list[int] = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1]))).tolist()

@@ -63,12 +63,12 @@ def test_streamed_pieces_with_threads_give_the_same_stream(monkeypatch: pytest.M
     [
         ([32768] * 57, 2, 5, 2),  # 1.87 MB: one share per engine batch of 512 KiB, the last in two pieces
         ([32768] * 57, 3, 6, 3),  # ... in one piece per process
-        ([32768] * 57, 8, 7, 1),  # as many shares as processes: no piece runs alone at the end
-        ([32768] * 16, 2, 2, 1),  # 512 KiB, one batch: still one share per process
-        ([32768] * 16, 8, 2, 1),  # ... but none under MIN_SHARE
-        ([32768] * 9, 2, 1, 1),  # 288 KiB: one share
+        ([32768] * 57, 8, 7, 0),  # as many shares as processes: no piece runs alone at the end
+        ([32768] * 16, 2, 2, 0),  # 512 KiB, one batch: still one share per process
+        ([32768] * 16, 8, 2, 0),  # ... but none under MIN_SHARE
+        ([32768] * 9, 2, 1, 0),  # 288 KiB: one share
         ([2500] * 400, 2, 4, 2),  # 1 MB of small blocks: four batches (MAX_BATCH_BLOCKS), but none under MIN_SHARE
-        ([600_000, 1000, 1000], 2, 2, 1),  # no cut inside a block
+        ([600_000, 1000, 1000], 2, 2, 0),  # no cut inside a block
     ],
 )
 def test_share_edges_follow_engine_batches(
@@ -80,11 +80,10 @@ def test_share_edges_follow_engine_batches(
     assert edges == sorted(set(edges))
     assert len(edges) - 1 == expected_shares
     sizes = np.diff(bounds[edges])
-    n_whole = len(sizes) - tail if tail > 1 else len(sizes)
-    whole, pieces = sizes[:n_whole], sizes[n_whole:]
+    whole, pieces = sizes[: len(sizes) - tail], sizes[len(sizes) - tail :]  # tail: pieces of the last share
     assert whole.min() >= parallel.MIN_SHARE - max(block_sizes)
     assert whole.max() - whole.min() <= 2 * max(block_sizes), "shares of about equal bytes"
-    if tail > 1:  # the last share in pieces of about equal bytes, together about a share
+    if tail:  # of about equal bytes, together about a share
         assert abs(pieces.sum() - whole.mean()) <= 2 * max(block_sizes)
         assert pieces.max() - pieces.min() <= 2 * max(block_sizes)
         assert pieces.min() >= parallel.MIN_TAIL_SHARE - max(block_sizes)
