@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import bytepair
-from bytepair import _bench
+from bytepair.cli import bench as _bench
 
 Run = TypeVar("Run", bound=tuple[Any, ...])
 

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 # from a working tree must time that tree's code
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bytepair
-from bytepair import _bench
+from bytepair.cli import bench as _bench
 
 PROG = "compare.py"
 T = TypeVar("T")

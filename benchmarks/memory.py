@@ -42,7 +42,7 @@ import numpy as np
 # from a working tree must time that tree's code
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bytepair
-from bytepair._file import BytePairFile
+from bytepair.io.file import BytePairFile
 
 CHUNK = 1 << 20
 PIECE = 1 << 16

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _profiling import PhaseTimers, command_line, median_run, print_phases, read_inputs
 
 import bytepair
-from bytepair import _engine
+from bytepair.core import engine as _engine
 
 PROG = "profile_compress.py"
 

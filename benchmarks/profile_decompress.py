@@ -40,7 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _profiling import PhaseTimers, command_line, median_run, print_phases, read_inputs
 
 import bytepair
-from bytepair import _codec, _expand, _stream
+from bytepair.container import codec as _codec
+from bytepair.core import expand as _expand
+from bytepair.io import stream as _stream
 
 PROG = "profile_decompress.py"
 

@@ -5,10 +5,10 @@
         [--per-file/--no-per-file] [--quiet]
 
 PATH is a file or a folder (its regular files, not recursive); with none, the
-built-in sample of ``bytepair._bench.sample_files()`` is used. ``--concat``
+built-in sample of ``bytepair.cli.bench.sample_files()`` is used. ``--concat``
 joins all inputs into one (several cores only share frames of 512 KiB or more,
 so scaling shows on large inputs). Every round trip
-is checked. The measuring lives in ``bytepair._bench`` (shared with
+is checked. The measuring lives in ``bytepair.cli.bench`` (shared with
 ``bytepair -b``); this script only parses options and writes files.
 
 Exit status: 0 done, 1 bad path or failed round trip, 2 bad option (or --plot
@@ -26,7 +26,7 @@ from pathlib import Path
 # from a working tree must time that tree's code
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bytepair
-from bytepair import _bench
+from bytepair.cli import bench as _bench
 
 PROG = "roundtrip.py"
 

@@ -19,12 +19,12 @@ from ._errors import (
     TruncatedDataError,
     UnsupportedFormatError,
 )
-from ._file import BytePairFile, decompress_range, open
-from ._params import DEFAULT_LEVEL, LEVELS, MAX_BLOCK_SIZE, Params
-from ._stream import BytePairCompressor, BytePairDecompressor
+from .core.params import DEFAULT_LEVEL, LEVELS, MAX_BLOCK_SIZE, Params
+from .io.file import BytePairFile, decompress_range, open
+from .io.stream import BytePairCompressor, BytePairDecompressor
 
 if TYPE_CHECKING:
-    from ._explain import explain
+    from .cli.explain import explain
 
 __version__ = "0.1.0"
 
@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     # imported on first use, so that `python -m bytepair._explain` does not find it loaded already
     if name == "explain":
-        from ._explain import explain
+        from .cli.explain import explain
 
         return explain
     raise AttributeError(f"module 'bytepair' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._cli import main
+from .cli.main import main
 
 if __name__ == "__main__":  # not when a worker process re-imports the main module
     raise SystemExit(main())

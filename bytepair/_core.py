@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 
 from ._errors import CorruptDataError, TruncatedDataError
-from ._format import MAGIC
-from ._stream import BytePairCompressor, StreamParser, as_byte_view
+from .container.format import MAGIC
+from .io.stream import BytePairCompressor, StreamParser, as_byte_view
 
 __all__ = ["compress", "decompress"]
 

@@ -12,7 +12,7 @@ most 65535 payload bytes per block. Blocks that encoding does not shrink are
 stored with an empty table and joined into blocks of up to 65535 bytes, so
 incompressible data grows by 6 bytes per 64 KiB instead of his 1.5%.
 
-Reading builds the decoder's columns (:class:`~bytepair._tables.PairTables`)
+Reading builds the decoder's columns (:class:`~bytepair.core.tables.PairTables`)
 from the tables, ordering each block's codes so that operands come first, and
 hands runs of blocks to the shared vectorised decoder (a table whose codes spell
 out far more than its block (our writer never makes one) goes to the stack decoder
@@ -47,13 +47,13 @@ import operator
 import numpy as np
 import numpy.typing as npt
 
-from ._blocks import split_blocks
-from ._engine import encode_blocks
 from ._errors import CorruptDataError, OutputLimitError, TruncatedDataError
-from ._expand import NODE_BUDGET, NODE_SLACK, expand, expand_reference
-from ._params import Params
-from ._stream import as_byte_view
-from ._tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums
+from .core.blocks import split_blocks
+from .core.engine import encode_blocks
+from .core.expand import NODE_BUDGET, NODE_SLACK, expand, expand_reference
+from .core.params import Params
+from .core.tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums
+from .io.stream import as_byte_view
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",

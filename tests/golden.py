@@ -1,7 +1,7 @@
 """Golden files: small inputs and the exact bytes bytepair writes for them.
 
 They freeze format version 2. If a change alters these bytes, either the
-format changed: bump ``bytepair._format.VERSION``, document it in
+format changed: bump ``bytepair.container.format.VERSION``, document it in
 docs/FORMAT.md and regenerate with ``python -m tests.golden``; or only the
 encoder's choices changed (the same decoder reads both): move the old files to
 ``earlier/<what changed>/`` first, so that every stream an earlier encoder

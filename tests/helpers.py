@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import bytepair._expand
-import bytepair._parallel
-import bytepair._stream
+import bytepair.core.expand
+import bytepair.io.parallel
+import bytepair.io.stream
 from bytepair import BytePairError
-from bytepair._tables import PairTables
+from bytepair.core.tables import PairTables
 
 REPO = Path(__file__).resolve().parent.parent
 TESTDATA = REPO / "testdata"
@@ -55,7 +55,7 @@ def assert_every_bit_flip_is_an_error(blob: bytes, data: bytes, decode: Callable
 @contextlib.contextmanager
 def frame_size(size: int) -> Iterator[None]:
     """Make the compressor cut frames of *size* input bytes, so small data makes multi-frame streams."""
-    names = vars(bytepair._stream)  # the compressor reads the module global
+    names = vars(bytepair.io.stream)  # the compressor reads the module global
     saved = names["FRAME_SIZE"]
     names["FRAME_SIZE"] = size
     try:
@@ -67,35 +67,35 @@ def frame_size(size: int) -> Iterator[None]:
 def expand_vectorized(t: PairTables) -> bytes:
     """The fast decoder's numpy path, whatever the size of *t*."""
     with (
-        unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", -1),
-        unittest.mock.patch.object(bytepair._expand, "PYTHON_NODES", -1),
+        unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", -1),
+        unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", -1),
     ):
-        return bytepair._expand.expand(t).tobytes()
+        return bytepair.core.expand.expand(t).tobytes()
 
 
 def expand_python_nodes(t: PairTables) -> bytes:
     """The fast decoder's numpy path with its nodes built in Python, whatever the size of *t*."""
     with (
-        unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", -1),
-        unittest.mock.patch.object(bytepair._expand, "PYTHON_NODES", 1 << 62),
+        unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", -1),
+        unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", 1 << 62),
     ):
-        return bytepair._expand.expand(t).tobytes()
+        return bytepair.core.expand.expand(t).tobytes()
 
 
 def expand_in_python(t: PairTables) -> bytes:
     """The fast decoder's path for small runs of blocks, whatever the size of *t*."""
     with (
-        unittest.mock.patch.object(bytepair._expand, "SMALL_RUN", 1 << 62),
-        unittest.mock.patch.object(bytepair._expand, "PYTHON_NODES", 1 << 62),
+        unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", 1 << 62),
+        unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", 1 << 62),
     ):
-        return bytepair._expand.expand(t).tobytes()
+        return bytepair.core.expand.expand(t).tobytes()
 
 
 DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
     expand_vectorized,
     expand_python_nodes,
     expand_in_python,
-    bytepair._expand.expand_reference,
+    bytepair.core.expand.expand_reference,
 )
 """Every way a run of blocks can be decoded: they must agree, and refuse alike."""
 
@@ -104,11 +104,11 @@ def record_pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The worker count of every pool the parallel pipeline asks for, from now on
     (the pools are real): a test can see that work reached a worker."""
     asked: list[int] = []
-    real_pool = bytepair._parallel._shared_pool
+    real_pool = bytepair.io.parallel._shared_pool
 
     def recording_pool(workers: int) -> object:
         asked.append(workers)
         return real_pool(workers)
 
-    monkeypatch.setattr(bytepair._parallel, "_shared_pool", recording_pool)
+    monkeypatch.setattr(bytepair.io.parallel, "_shared_pool", recording_pool)
     return asked

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import bytepair
-from bytepair import DEFAULT_LEVEL, _bench
-from bytepair._bench import Codec
+from bytepair import DEFAULT_LEVEL
+from bytepair.cli import bench as _bench
+from bytepair.cli.bench import Codec
 from tests.helpers import REPO, record_pools
 
 SCRIPT = REPO / "benchmarks" / "roundtrip.py"
@@ -125,7 +126,7 @@ def test_each_codec_warms_up_on_as_many_bytes_as_it_asks() -> None:
 
 
 def test_threaded_codecs_warm_up_on_enough_input_to_start_every_worker() -> None:
-    from bytepair._parallel import MIN_SHARE, resolve_threads
+    from bytepair.io.parallel import MIN_SHARE, resolve_threads
 
     codecs = {c.name: c for c in _bench.default_codecs([DEFAULT_LEVEL], threads=(1, 0, 3))}
     assert codecs[f"bytepair-{DEFAULT_LEVEL}"].warm_up == _bench.WARM_UP_BYTES

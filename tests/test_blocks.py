@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bytepair._blocks import split_blocks
+from bytepair.core.blocks import split_blocks
 
 
 def reference_cuts(data: bytes, block_size: int, max_distinct: int) -> list[int]:

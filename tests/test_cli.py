@@ -504,7 +504,7 @@ def test_refuses_to_write_compressed_data_to_a_terminal(tmp_path: Path) -> None:
     assert (status, shown) == (1, b"")
     status, shown, err = run_on_pty(["-f"], tmp_path, "stdout", input=b"hello world " * 10)
     assert (status, err) == (0, b"")
-    assert shown.startswith(bytepair._format.MAGIC)
+    assert shown.startswith(bytepair.container.format.MAGIC)
     # decompressed data may go to a terminal
     status, shown, _ = run_on_pty(["-d"], tmp_path, "stdout", input=bytepair.compress(b"plain words"))
     assert (status, shown) == (0, b"plain words")
@@ -596,7 +596,7 @@ def test_list_many_frames_and_errors(tmp_path: Path) -> None:
     # a stream of three frames, built from one encoded frame and a matching end record
     # (encoding three real 4 MiB frames would cost seconds; -l reads headers only)
     part = text(100_000)
-    fmt = bytepair._format
+    fmt = bytepair.container.format
     frame = bytepair.compress(part)[fmt.STREAM_HEADER_SIZE : -fmt.END_SIZE]
     crc = zlib.crc32(part * 3)
     three = fmt.pack_stream_header() + frame * 3 + fmt.pack_end(3, 3 * len(part), crc)
@@ -634,7 +634,7 @@ def test_memory_stays_bounded_on_highly_compressible_input(tmp_path: Path) -> No
     # 150 frames of 1 MiB of zeros in 140 KB: fed whole, the decompressor would hold 150 MiB
     # of output at once; fed in slices, a few frames at a time
     part = bytes(1 << 20)
-    fmt = bytepair._format
+    fmt = bytepair.container.format
     frame = bytepair.compress(part, level=1)[fmt.STREAM_HEADER_SIZE : -fmt.END_SIZE]
     n, crc = 150, 0
     for _ in range(n):

@@ -177,8 +177,8 @@ def test_empty_input_is_truncated() -> None:
 
 
 def test_threads_give_identical_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bytepair._parallel as parallel_module
-    import bytepair._stream as stream
+    import bytepair.io.parallel as parallel_module
+    import bytepair.io.stream as stream
 
     data = (b"parallel frames must come back in order. " * 400 + bytes(range(256))) * 8
     monkeypatch.setattr(stream, "FRAME_SIZE", 40_000)  # several frames...

@@ -7,7 +7,7 @@ import zlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bytepair._crc import crc32_combine
+from bytepair.container.crc import crc32_combine
 
 
 @given(a=st.binary(max_size=300), b=st.binary(max_size=300))

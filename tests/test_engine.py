@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bytepair import _engine
-from bytepair._buffers import per_thread
-from bytepair._engine import MAX_BATCH_BLOCKS, EncodedBlocks, StepRecord, encode_blocks
+from bytepair.core import engine as _engine
+from bytepair.core.buffers import per_thread
+from bytepair.core.engine import MAX_BATCH_BLOCKS, EncodedBlocks, StepRecord, encode_blocks
 from tests.strategies import blocky_bytes
 
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 import bytepair
 from bytepair import CorruptDataError
-from bytepair._codec import _encode_blocks, run_engine
-from bytepair._escape import BYTES_PER_FREE_CODE, Escapes, find_escapes, restore_escapes
-from bytepair._expand import expand
-from bytepair._format import pack_frame
-from bytepair._params import Params
+from bytepair.container.codec import _encode_blocks, run_engine
+from bytepair.container.format import pack_frame
+from bytepair.core.escape import BYTES_PER_FREE_CODE, Escapes, find_escapes, restore_escapes
+from bytepair.core.expand import expand
+from bytepair.core.params import Params
 from tests.helpers import DECODERS
 
 
@@ -234,7 +234,7 @@ def test_escapes_restore_alike_over_runs_of_blocks(run_bytes: int, monkeypatch: 
     """Restoring run by run (to bound memory) gives what one pass gives, and a bad count
     in a later run names its own block. Blocks 0, 3, 6 escape nothing; the others
     escape their rare bytes under the mark "#" (blocks 1, 4, 7) or "%" (2, 5, 8)."""
-    from bytepair import _escape
+    from bytepair.core import escape as _escape
 
     monkeypatch.setattr(_escape, "_RESTORE_RUN", run_bytes)
     rare = [b"", b"\x01\x02", b"\x05\x06\x05"] * 3

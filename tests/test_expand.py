@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bytepair import CorruptDataError
-from bytepair._engine import encode_blocks
-from bytepair._expand import expand
-from bytepair._tables import PairTables
+from bytepair.core.engine import encode_blocks
+from bytepair.core.expand import expand
+from bytepair.core.tables import PairTables
 from tests.helpers import DECODERS, expand_in_python, expand_python_nodes, expand_vectorized
 from tests.strategies import blocky_bytes
 
@@ -118,7 +118,7 @@ def test_error_names_the_block() -> None:
 
 def frames_of(blob: bytes) -> list[PairTables]:
     """The pair tables of every frame of a one-stream blob."""
-    from bytepair._format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_body, unpack_frame_header
+    from bytepair.container.format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_body, unpack_frame_header
 
     tables: list[PairTables] = []
     pos = STREAM_HEADER_SIZE
@@ -172,8 +172,8 @@ def _texty(length: int, seed: int) -> bytes:
 def test_every_decoding_strategy_agrees_with_the_reference(
     length: int, block: int, ordered: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bytepair import _expand
-    from bytepair._expand import _W, _Payloads, _Resolved
+    from bytepair.core import expand as _expand
+    from bytepair.core.expand import _W, _Payloads, _Resolved
 
     monkeypatch.setattr(_expand, "ordered_writes", lambda: ordered)
 
@@ -207,7 +207,7 @@ def test_recycled_codes_resolve_alike_by_table_and_by_search() -> None:
         np.concatenate((alone.payload_len, np.ones(n, dtype=np.int64))),
         np.concatenate((alone.payload, np.frombuffer(b"".join(tiny), dtype=np.uint8))),
     )
-    from bytepair._expand import _Resolved
+    from bytepair.core.expand import _Resolved
 
     assert _Resolved(many).final is None
     assert both(many) == expected + b"".join(tiny)
@@ -218,8 +218,8 @@ def test_recycled_codes_resolve_alike_by_table_and_by_search() -> None:
 def test_escapes_are_checked_and_restored_per_block(block: int, ordered: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Escapes whose originals are the mark itself (so the data is unchanged), in every block
     but one; that block's mark value occurs in it and must be left alone."""
-    from bytepair import _expand
-    from bytepair._escape import Escapes
+    from bytepair.core import expand as _expand
+    from bytepair.core.escape import Escapes
 
     monkeypatch.setattr(_expand, "ordered_writes", lambda: ordered)
 
@@ -242,7 +242,7 @@ def test_escapes_are_checked_and_restored_per_block(block: int, ordered: bool, m
 def test_word_copies_in_order_copy_every_byte() -> None:
     """Copies as 16-byte words, applied in order, leave exactly the source bytes at each
     destination; the words of a copy of 16 bytes or more stay inside it."""
-    from bytepair._expand import _W, _chunks
+    from bytepair.core.expand import _W, _chunks
 
     rng = np.random.default_rng(1)
     source = rng.integers(0, 256, 2000, dtype=np.uint8)
@@ -269,14 +269,14 @@ def test_word_copies_in_order_copy_every_byte() -> None:
 def test_this_numpy_writes_overlapping_words_in_order() -> None:
     """The word copies rely on it; without it the decoder falls back to byte gathers
     (correct, about 1.25x the time), and this test says so."""
-    from bytepair._expand import ordered_writes
+    from bytepair.core.expand import ordered_writes
 
     assert ordered_writes(), "numpy no longer assigns fancy indexes in order: decoding takes the slow path"
 
 
 @pytest.mark.parametrize("ordered", [True, False], ids=["word-copies", "byte-gathers"])
 def test_damaged_tables_are_refused_on_either_path(ordered: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bytepair import _expand
+    from bytepair.core import expand as _expand
 
     monkeypatch.setattr(_expand, "ordered_writes", lambda: ordered)
     data = _texty(30_000, seed=7)
@@ -292,7 +292,7 @@ def test_a_group_without_long_symbols_among_groups_with_them() -> None:
     """Many small blocks (decoded in groups of symbols): a group whose symbols are all
     short, while other groups hold symbols longer than a word, must decode (it raised
     IndexError on the corpora joined into one input)."""
-    from bytepair._expand import _GROUP, _Payloads, _Resolved
+    from bytepair.core.expand import _GROUP, _Payloads, _Resolved
 
     long_part = (bytes(range(100, 140)) * 2 + b"_") * 8  # codes of 40+ bytes
     short_part = bytes(np.random.default_rng(2).integers(0, 8, 8 * _GROUP, dtype=np.uint8))  # short codes only
@@ -309,7 +309,7 @@ def test_a_long_code_no_payload_symbol_uses() -> None:
     """A block whose table defines a code longer than a word that its payload never
     uses (legal, if wasteful) decodes; the word copies for long symbols have none to do
     (it raised IndexError)."""
-    from bytepair._expand import _Payloads, _Resolved
+    from bytepair.core.expand import _Payloads, _Resolved
 
     chain = [(255 - k, 255 - k + 1 if k else ord("a"), ord("b") + k) for k in range(20)]  # 21 bytes at the end
     t = one_block(chain, b"xyz" * 1000, 3000)
@@ -321,7 +321,7 @@ def test_a_long_code_no_payload_symbol_uses() -> None:
 def test_every_decoder_counts_the_marks_a_block_holds_alike(delta: int) -> None:
     """A wrong escape count is refused with the same message, naming how many marks the
     block holds, by every decoder (the Python ones stop searching after one too many)."""
-    from bytepair._escape import Escapes
+    from bytepair.core.escape import Escapes
 
     data = b"pqpqpq xyz " * 30
     t = tables_for(data, [])
@@ -336,8 +336,8 @@ def test_every_decoder_counts_the_marks_a_block_holds_alike(delta: int) -> None:
 def test_a_frame_decoded_in_runs_of_blocks_decodes_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """Frames with many merges are decoded a run of blocks at a time (bounded memory):
     the same bytes, escapes included, and errors name their own block."""
-    from bytepair import _expand
-    from bytepair._escape import Escapes
+    from bytepair.core import expand as _expand
+    from bytepair.core.escape import Escapes
 
     data = _texty(40_000, seed=3)
     t = tables_for(data, list(range(2_000, 40_000, 2_000)))
@@ -359,7 +359,7 @@ def test_a_frame_decoded_in_runs_of_blocks_decodes_alike(monkeypatch: pytest.Mon
 def test_the_expansion_budget_holds_for_a_whole_frame_decoded_in_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Eight blocks whose codes each spell 13,310 bytes for 1,000 of data: within
     4x + 65536 one block at a time, over it for the frame, which is the rule."""
-    from bytepair import _expand
+    from bytepair.core import expand as _expand
 
     chain = [(255, ord("a"), ord("a"))] + [(255 - k, 256 - k, 256 - k) for k in range(1, 9)]  # 2..512 "a"
     spare = [(246 - k, 247, 248) for k in range(16)]  # 512 + 256 bytes each, never used
@@ -397,7 +397,7 @@ def test_each_size_of_run_takes_its_path(
     length: int, cuts: list[int], path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The thresholds send a run of blocks to the path that is fastest for its size."""
-    from bytepair import _expand
+    from bytepair.core import expand as _expand
 
     taken: list[str] = []
 

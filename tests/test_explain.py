@@ -17,9 +17,15 @@ import numpy as np
 import pytest
 
 import bytepair
-from bytepair._engine import encode_blocks
-from bytepair._explain import SHORT_BLOCK, Explanation, Merge, Step, explain, format_text, main, to_json_dict
-from bytepair._format import FRAME_HEADER_SIZE, KIND_FRAME, STREAM_HEADER_SIZE, unpack_frame_body, unpack_frame_header
+from bytepair.cli.explain import SHORT_BLOCK, Explanation, Merge, Step, explain, format_text, main, to_json_dict
+from bytepair.container.format import (
+    FRAME_HEADER_SIZE,
+    KIND_FRAME,
+    STREAM_HEADER_SIZE,
+    unpack_frame_body,
+    unpack_frame_header,
+)
+from bytepair.core.engine import encode_blocks
 from tests.helpers import REPO, corpus_files
 
 PARAGRAPH = (
@@ -415,7 +421,7 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
 
 def test_python_dash_m() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "bytepair._explain", "ABABCABCD", "--threshold", "2"],
+        [sys.executable, "-m", "bytepair.cli.explain", "ABABCABCD", "--threshold", "2"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -426,7 +432,11 @@ def test_python_dash_m() -> None:
     assert '"AB"' in run.stdout and '"<255>C"' in run.stdout
     assert 'result: 9 bytes -> 4 symbols: "<255><254><254>D"' in run.stdout
     help_run = subprocess.run(
-        [sys.executable, "-m", "bytepair._explain", "--help"], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-m", "bytepair.cli.explain", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert help_run.returncode == 0 and "fall back to <byte value>" in " ".join(help_run.stdout.split())
 

@@ -18,13 +18,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import bytepair
-import bytepair._file as file_module
+import bytepair.io.file as file_module
 from bytepair import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
-from bytepair._codec import decode_frame
-from bytepair._crc import crc32_combine
-from bytepair._file import BytePairFile, decompress_range
-from bytepair._file import open as bp_open
-from bytepair._format import (
+from bytepair.container.codec import decode_frame
+from bytepair.container.crc import crc32_combine
+from bytepair.container.format import (
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_FRAME,
@@ -33,6 +31,8 @@ from bytepair._format import (
     pack_stream_header,
     unpack_frame_header,
 )
+from bytepair.io.file import BytePairFile, decompress_range
+from bytepair.io.file import open as bp_open
 from tests.helpers import frame_size
 
 
@@ -704,7 +704,7 @@ def test_a_failed_write_leaves_a_truncated_stream_and_the_first_error(
 ) -> None:
     """Closing after a failed write neither raises a second error over the first nor
     ends the stream as if nothing were missing: readers call it truncated."""
-    monkeypatch.setattr(bytepair._stream, "FRAME_SIZE", 4096)
+    monkeypatch.setattr(bytepair.io.stream, "FRAME_SIZE", 4096)
     path = tmp_path / "interrupted.bp"
     data = b"a file whose writing is interrupted " * 2000
 

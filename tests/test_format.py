@@ -10,7 +10,7 @@ import pytest
 
 import bytepair
 from bytepair import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
-from bytepair._format import (
+from bytepair.container.format import (
     CODE_SET_BITMAP,
     FRAME_HEADER_SIZE,
     MAGIC,
@@ -111,9 +111,9 @@ def test_code_sets_unpack_to_what_was_packed(mix: str, codes_at_a_time: int, mon
     """Blocks without codes, with runs and with bitmaps, in any mix, and with or without
     recycled merges after the fresh ones: the columns come back as they were written,
     whether a frame's code sets are unpacked at once or a few blocks at a time."""
-    from bytepair import _format
-    from bytepair._format import _unpack_code_sets
-    from bytepair._tables import PairTables
+    from bytepair.container import format as _format
+    from bytepair.container.format import _unpack_code_sets
+    from bytepair.core.tables import PairTables
 
     monkeypatch.setattr(_format, "_CODES_PER_RUN", codes_at_a_time)
 
@@ -151,8 +151,8 @@ def test_code_sets_unpack_to_what_was_packed(mix: str, codes_at_a_time: int, mon
 
 
 def test_a_bad_code_set_in_a_later_run_of_blocks_names_its_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bytepair import _format
-    from bytepair._format import _unpack_code_sets
+    from bytepair.container import format as _format
+    from bytepair.container.format import _unpack_code_sets
 
     monkeypatch.setattr(_format, "_CODES_PER_RUN", 6)  # runs of three blocks
     n_fresh = np.array([2, 2, 2, 2, 2, 2, 2], dtype=np.int64)

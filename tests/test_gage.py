@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bytepair import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, gage
-from bytepair._expand import expand_reference
-from bytepair._tables import PairTables
+from bytepair.core.expand import expand_reference
+from bytepair.core.tables import PairTables
 from tests.helpers import CORPUS, GAGE_VECTORS, corpus_files, require_shared
 
 EMPTY_BLOCK = b"\xfe\x7f\xfe\xff\x00\x00"

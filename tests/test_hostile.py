@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover
     gage = None  # type: ignore[assignment]
 
 needs_file = pytest.mark.skipif(_BytePairFile is None, reason="bytepair.BytePairFile is not there yet")
-needs_cli = pytest.mark.skipif(not Cli().available(), reason="the command line (bytepair/_cli.py) is not there yet")
+needs_cli = pytest.mark.skipif(not Cli().available(), reason="the command line (bytepair/cli/main.py) is not there yet")
 
 
 def peak_of(fn: Callable[[], object]) -> tuple[int, float]:
@@ -378,7 +378,7 @@ def test_decompress_of_damaged_inputs_is_thread_safe() -> None:
 def test_concurrent_use_of_one_decompressor_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A second thread calling into a decompressor that is busy gets RuntimeError, and the
     first call, and the object, carry on undisturbed."""
-    import bytepair._stream as stream
+    import bytepair.io.stream as stream
 
     data = b"concurrency " * 4000
     with frame_size(10_000):

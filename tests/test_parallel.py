@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import bytepair
-import bytepair._parallel as parallel
-import bytepair._stream as stream
-from bytepair._codec import encode_frame
-from bytepair._params import resolve_params
+import bytepair.io.parallel as parallel
+import bytepair.io.stream as stream
+from bytepair.container.codec import encode_frame
+from bytepair.core.params import resolve_params
 
 
 def chunks(count: int, size: int) -> list[bytes]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bytepair._params import LEVELS, MAX_MERGES_PER_STEP, Params
+from bytepair.core.params import LEVELS, MAX_MERGES_PER_STEP, Params
 
 
 @pytest.mark.parametrize("merges", [0, -1, MAX_MERGES_PER_STEP + 1])

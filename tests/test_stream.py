@@ -39,7 +39,7 @@ def _out_of_memory(chunk: object) -> list[tuple[bytes, int, int]]:
 def test_a_failed_call_ends_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """Output the failed call had made (the header, earlier frames) is gone with it:
     going on would write a stream missing them, so every later call refuses."""
-    monkeypatch.setattr(bytepair._stream, "FRAME_SIZE", 4096)
+    monkeypatch.setattr(bytepair.io.stream, "FRAME_SIZE", 4096)
     c = BytePairCompressor()
     monkeypatch.setattr(c._frames, "add", _out_of_memory)
     with pytest.raises(MemoryError):
@@ -113,7 +113,7 @@ def test_damage_raises() -> None:
 
 
 def test_concurrent_use_of_one_object_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bytepair._stream as stream
+    import bytepair.io.stream as stream
 
     monkeypatch.setattr(stream, "FRAME_SIZE", 10_000)  # every call encodes frames, so calls overlap
     c = BytePairCompressor()

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bytepair import _tables
-from bytepair._tables import (
+from bytepair.core import tables as _tables
+from bytepair.core.tables import (
     block_byte_counts,
     block_cells,
     byte_counts,

@@ -1,6 +1,6 @@
 """Raw, unvalidated views of bytepair streams, for mutators that edit fields and fix checksums.
 
-Written from docs/FORMAT.md (format version 2), independently of ``bytepair._format``: a mutator must be
+Written from docs/FORMAT.md (format version 2), independently of ``bytepair.container.format``: a mutator must be
 able to build frames the library would never write (wrong counts, bad code sets,
 inconsistent sizes) and still give them a correct ``frame_crc``, so that the damage
 reaches the validation behind the checksum.

@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bytepair._escape import Escapes
-from bytepair._tables import PairTables
+from bytepair.core.escape import Escapes
+from bytepair.core.tables import PairTables
 
 from . import container as C
 from . import reference
@@ -1223,7 +1223,7 @@ def _edit_escapes(rng: random.Random, t: PairTables, col: str, edits: list[str])
 
 def tables_from_seed(rng: random.Random, pool: list[Seed]) -> tuple[PairTables, str]:
     """The tables of a real frame, some entries changed."""
-    from bytepair._format import unpack_frame_body, unpack_frame_header
+    from bytepair.container.format import unpack_frame_body, unpack_frame_header
 
     seed = rng.choice([s for s in pool if s.fmt == "bytepair"])
     recs = [r for r in C.records(seed.stream) if r.kind == "frame"]

@@ -34,9 +34,9 @@ import numpy as np
 
 import bytepair
 from bytepair import BytePairError, OutputLimitError
-from bytepair._escape import Escapes
-from bytepair._expand import expand_reference
-from bytepair._tables import PairTables
+from bytepair.core.escape import Escapes
+from bytepair.core.expand import expand_reference
+from bytepair.core.tables import PairTables
 
 from ..helpers import expand_in_python, expand_python_nodes, expand_vectorized
 from . import container as C
@@ -53,8 +53,8 @@ _BytePairFile: Any = getattr(bytepair, "BytePairFile", None)
 _decompress_range: Any = getattr(bytepair, "decompress_range", None)
 if _BytePairFile is None:
     try:
-        from bytepair._file import BytePairFile as _BytePairFile
-        from bytepair._file import decompress_range as _decompress_range
+        from bytepair.io.file import BytePairFile as _BytePairFile
+        from bytepair.io.file import decompress_range as _decompress_range
     except ImportError:  # pragma: no cover - written by another developer
         pass
 
@@ -551,7 +551,7 @@ class Cli(Target):
 
     def available(self) -> bool:
         try:
-            import bytepair._cli  # noqa: F401
+            import bytepair.cli.main  # noqa: F401
         except ImportError:
             return False
         return True

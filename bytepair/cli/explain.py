@@ -1,6 +1,6 @@
 """Show, step by step, what byte pair encoding does to one block.
 
-``explain()`` runs the real engine (``_engine.encode_blocks``) on one block, cut
+``explain()`` runs the real engine (``core.engine.encode_blocks``) on one block, cut
 exactly as the compressor cuts it, and records every merge through the engine's
 ``on_step`` observer. There is no second, teaching-only implementation: what is
 explained is what ``bytepair.compress`` writes for that block.
@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._blocks import split_blocks
-from ._codec import FRAME_SIZE, block_costs
-from ._engine import EncodedBlocks, StepRecord, encode_blocks
-from ._escape import find_escapes
-from ._format import BLOCK_HEADER_SIZE
-from ._params import DEFAULT_LEVEL, Params, resolve_params
-from ._stream import as_byte_view
+from ..container.codec import FRAME_SIZE, block_costs
+from ..container.format import BLOCK_HEADER_SIZE
+from ..core.blocks import split_blocks
+from ..core.engine import EncodedBlocks, StepRecord, encode_blocks
+from ..core.escape import find_escapes
+from ..core.params import DEFAULT_LEVEL, Params, resolve_params
+from ..io.stream import as_byte_view
 
 __all__ = ["SHORT_BLOCK", "Explanation", "Merge", "Step", "explain", "format_text", "main", "to_json_dict"]
 

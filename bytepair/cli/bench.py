@@ -28,9 +28,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ._core import compress, decompress
-from ._parallel import MIN_SHARE, resolve_threads
-from ._params import DEFAULT_LEVEL, LEVELS
+from .._core import compress, decompress
+from ..core.params import DEFAULT_LEVEL, LEVELS
+from ..io.parallel import MIN_SHARE, resolve_threads
 
 __all__ = [
     "REFERENCE_CODEC",
@@ -457,7 +457,7 @@ def _warm_up_input(data: bytes, size: int) -> bytes:
 
 def machine_info() -> dict[str, Any]:
     """What a reader needs to compare two result files: software versions and the CPU."""
-    from . import __version__
+    from .. import __version__
 
     zstd = _zstandard()
     return {

@@ -45,8 +45,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ._buffers import Buffers, per_thread
-from ._tables import concat_ranges, run_edges
+from .buffers import Buffers, per_thread
+from .tables import concat_ranges, run_edges
 
 __all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "batch_edges", "encode_blocks"]
 

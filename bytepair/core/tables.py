@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from ._escape import Escapes
+    from .escape import Escapes
 
 __all__ = [
     "PairTables",

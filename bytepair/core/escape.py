@@ -16,8 +16,8 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
-from ._errors import CorruptDataError
-from ._tables import block_byte_counts, block_cells, run_edges
+from .._errors import CorruptDataError
+from .tables import block_byte_counts, block_cells, run_edges
 
 __all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
 

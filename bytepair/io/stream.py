@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from ._codec import FRAME_SIZE, decode_frame
-from ._errors import CorruptDataError, OutputLimitError
-from ._format import (
+from .._errors import CorruptDataError, OutputLimitError
+from ..container.codec import FRAME_SIZE, decode_frame
+from ..container.format import (
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_END,
@@ -27,8 +27,8 @@ from ._format import (
     unpack_frame_header,
     unpack_stream_header,
 )
-from ._parallel import Finished, FramePipeline
-from ._params import resolve_params
+from ..core.params import resolve_params
+from .parallel import Finished, FramePipeline
 
 __all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ._tables import byte_counts
+from .tables import byte_counts
 
 __all__ = ["split_blocks"]
 

@@ -15,10 +15,10 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
-from ._crc import crc32_combine
-from ._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
-from ._escape import Escapes
-from ._tables import PairTables, concat_ranges, run_edges
+from .._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
+from ..core.escape import Escapes
+from ..core.tables import PairTables, concat_ranges, run_edges
+from .crc import crc32_combine
 
 __all__ = [
     "BLOCK_HEADER_SIZE",

@@ -32,9 +32,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ._codec import encode_frame, run_engine
-from ._engine import EncodedBlocks, batch_edges
-from ._params import Params
+from ..container.codec import encode_frame, run_engine
+from ..core.engine import EncodedBlocks, batch_edges
+from ..core.params import Params
 
 __all__ = ["MIN_SHARE", "Finished", "FramePipeline", "resolve_threads", "share_edges"]
 

@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import BinaryIO, NoReturn
 
-from . import __version__
-from ._atomic import FdWriter, atomic_output
-from ._errors import BytePairError, CorruptDataError, TruncatedDataError
-from ._format import MAGIC
-from ._listing import Listing, list_streams
-from ._pipe import compress_file, decompress_file, gage_compress_file, gage_decompress_file
-from ._progress import Progress
-from ._stream import BytePairCompressor
+from .. import __version__
+from .._errors import BytePairError, CorruptDataError, TruncatedDataError
+from ..container.format import MAGIC
+from ..container.listing import Listing, list_streams
+from ..io.atomic import FdWriter, atomic_output
+from ..io.pipe import compress_file, decompress_file, gage_compress_file, gage_decompress_file
+from ..io.stream import BytePairCompressor
+from .progress import Progress
 
 __all__ = ["main"]
 
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _explain(args: list[str]) -> int:
     """``bytepair explain ...`` belongs to ``_explain``, imported only when asked for."""
-    from . import _explain
+    from . import explain as _explain
 
     return _explain.main(args)
 
@@ -487,7 +487,7 @@ class _Run:
 
     def _bench(self) -> int:
         """``-b`` belongs to ``_bench`` (imported only when asked for); failures become one line here."""
-        from . import _bench
+        from . import bench as _bench
 
         levels = sorted(set(self.opts.levels)) if self.opts.levels else None
         try:

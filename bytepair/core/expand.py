@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._buffers import Buffers, per_thread
-from ._errors import CorruptDataError
-from ._escape import restore_escapes
-from ._tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums, for_sums, run_edges
+from .._errors import CorruptDataError
+from .buffers import Buffers, per_thread
+from .escape import restore_escapes
+from .tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums, for_sums, run_edges
 
 __all__ = ["NODE_BUDGET", "expand", "expand_reference", "node_budget"]
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, overload
 import numpy as np
 import numpy.typing as npt
 
-from ._codec import decode_frame
-from ._errors import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
-from ._format import (
+from .._errors import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
+from ..container.codec import decode_frame
+from ..container.format import (
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_END,
@@ -39,7 +39,7 @@ from ._format import (
     unpack_frame_header,
     unpack_stream_header,
 )
-from ._stream import BytePairCompressor, _Busy, as_byte_view
+from .stream import BytePairCompressor, _Busy, as_byte_view
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer, StrOrBytesPath, WriteableBuffer

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import BinaryIO, TypeVar
 
-from ._crc import crc32_combine
-from ._errors import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
-from ._format import (
+from .._errors import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
+from .crc import crc32_combine
+from .format import (
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_END,

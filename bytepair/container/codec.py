@@ -12,14 +12,14 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from ._blocks import split_blocks
-from ._engine import EncodedBlocks, encode_blocks
-from ._errors import CorruptDataError
-from ._escape import Escapes, find_escapes
-from ._expand import expand, node_budget
-from ._format import BLOCK_HEADER_SIZE, FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
-from ._params import MAX_BLOCK_SIZE, Params
-from ._tables import PairTables, concat_ranges
+from .._errors import CorruptDataError
+from ..core.blocks import split_blocks
+from ..core.engine import EncodedBlocks, encode_blocks
+from ..core.escape import Escapes, find_escapes
+from ..core.expand import expand, node_budget
+from ..core.params import MAX_BLOCK_SIZE, Params
+from ..core.tables import PairTables, concat_ranges
+from .format import BLOCK_HEADER_SIZE, FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
 
 __all__ = ["FRAME_SIZE", "block_costs", "decode_frame", "encode_frame"]
 

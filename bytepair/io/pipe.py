@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import BinaryIO
 
-from ._errors import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
-from ._format import FRAME_HEADER_SIZE, KIND_FRAME, MAGIC, STREAM_HEADER_SIZE, unpack_frame_header
-from ._stream import BytePairCompressor, BytePairDecompressor
+from .._errors import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
+from ..container.format import FRAME_HEADER_SIZE, KIND_FRAME, MAGIC, STREAM_HEADER_SIZE, unpack_frame_header
+from .stream import BytePairCompressor, BytePairDecompressor
 
 __all__ = ["FEED_SIZE", "READ_SIZE", "compress_file", "decompress_file", "gage_compress_file", "gage_decompress_file"]
 
@@ -134,7 +134,7 @@ def decompress_file(src: BinaryIO, write: Write, progress: OnProgress) -> tuple[
 def gage_compress_file(src: BinaryIO, write: Write, progress: OnProgress) -> tuple[int, int]:
     """Compress *src* to Gage's format, 4 MiB at a time (his blocks are independent,
     so the pieces concatenate into one valid file); returns (original, compressed)."""
-    from . import gage
+    from .. import gage
 
     read = written = 0
     while True:
@@ -157,7 +157,7 @@ def gage_decompress_file(src: BinaryIO, write: Write, progress: OnProgress) -> t
     His format has no frames or lengths to resynchronise on, so the whole file is
     read first (memory grows with the file, unlike bytepair's own format).
     """
-    from . import gage
+    from .. import gage
 
     data = src.read()
     out = gage.decompress(data)
