@@ -1,0 +1,84 @@
+"""The kernel gate: BYTEPAIR_KERNELS, the size rule, and numba's cache chosen before its import."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from bytepair.core import jit
+
+
+@pytest.fixture(autouse=True)
+def _fresh_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    jit._ready.cache_clear()
+    jit._warn_once.cache_clear()
+    monkeypatch.delenv(jit.KERNELS_ENV, raising=False)
+
+
+def test_numpy_mode_never_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(jit.KERNELS_ENV, "numpy")
+    assert not jit.use_numba(1 << 30)
+    assert jit.kernels_name() == "numpy"
+
+
+def test_auto_keeps_small_inputs_on_numpy() -> None:
+    assert not jit.use_numba(jit.MIN_COMPILED_BYTES - 1)
+
+
+def test_unknown_mode_warns_once_and_means_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(jit.KERNELS_ENV, "fortran")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert jit.requested() == "auto"
+        assert jit.requested() == "auto"
+    assert [str(w.message).split(" is not")[0] for w in caught] == ["BYTEPAIR_KERNELS='fortran'"]
+
+
+def test_numba_mode_without_numba_warns_and_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(jit.KERNELS_ENV, "numba")
+    monkeypatch.setattr(jit.importlib.util, "find_spec", lambda name: None)
+    with pytest.warns(jit.KernelWarning, match="numba is not installed"):
+        assert not jit.use_numba(1 << 20)
+
+
+def test_cache_dir_follows_numba_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    assert jit._cache_dir() == tmp_path / "cache"
+    assert (tmp_path / "cache").is_dir()
+
+
+def test_cache_dir_defaults_to_the_user_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert jit._cache_dir() == tmp_path / "bytepair" / "numba"
+
+
+def test_no_writable_cache_falls_back_with_one_warning(tmp_path: Path) -> None:
+    """A fresh process whose only cache choices are unwritable paths runs numpy, warns once,
+    and never imports numba (a file stands where the directory would go: unwritable even for root)."""
+    pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_bytes(b"")
+    env = {**os.environ, "BYTEPAIR_KERNELS": "numba", "NUMBA_CACHE_DIR": str(blocker / "cache")}
+    code = (
+        "import sys, warnings; warnings.simplefilter('always'); from bytepair.core import jit; "
+        "print(jit.use_numba(1 << 20), jit.use_numba(1 << 20), jit.kernels_name(), 'numba' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.split() == ["False", "False", "numpy", "False"]
+    assert proc.stderr.count("KernelWarning") == 1, proc.stderr
+
+
+def test_name_gives_numba_version_without_importing_it(tmp_path: Path) -> None:
+    pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    env = {**os.environ, "BYTEPAIR_KERNELS": "auto", "NUMBA_CACHE_DIR": str(tmp_path)}
+    code = "import sys; from bytepair.core import jit; print(jit.kernels_name(), 'numba' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+    name, version, imported = proc.stdout.split()
+    assert (name, imported) == ("numba", "False")
+    assert version[0].isdigit()
