@@ -28,7 +28,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 from dask.utils import parse_bytes
 
-from . import BytePairError
+from . import BytePairError, TruncatedDataError
 from . import fsspec as _registration  # noqa: F401 - registers compression="bytepair" wherever this runs
 from .container.codec import decode_frame
 from .container.format import FRAME_HEADER_SIZE, unpack_frame_header
@@ -47,7 +47,8 @@ class Piece:
 
     @property
     def compressed_size(self) -> int:
-        return sum(frame.size for frame in self.frames)
+        """Bytes from its first frame to the end of its last (with any stream boundary between)."""
+        return self.frames[-1].offset + self.frames[-1].size - self.frames[0].offset if self.frames else 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,14 +96,14 @@ def read_text(
         raise FileNotFoundError(f"no files match {urlpath!r}")
     "".encode(encoding)  # an unknown encoding fails here, not on a worker
     if blocksize is None:
-        name = "bytepair-read-text-" + tokenize(fs, paths, encoding)
+        name = "bytepair-read-text-" + tokenize(fs, paths, [fs.ukey(path) for path in paths], encoding)
         graph: dict[Any, Any] = {(name, i): (_lines_of_file, fs, path, encoding) for i, path in enumerate(paths)}
         return dask.bag.Bag(HighLevelGraph.from_collections(name, graph), name, len(paths))
     if "\n".encode(encoding) != b"\n":
         raise ValueError(f"cannot split {encoding} text at newline bytes; read it with blocksize=None")
     size = _size(blocksize)
     files = [_cut(fs, path, size) for path in paths]
-    token = tokenize(fs, files, encoding)  # the frame lists, so a changed file gets new keys
+    token = tokenize(fs, files, [fs.ukey(path) for path in paths], encoding)  # a changed file gets new keys
     name = "bytepair-read-text-" + token
     graph = {}
     out = 0
@@ -174,11 +175,11 @@ def _decode_piece(fs: Any, piece: Piece) -> Decoded:
         blob = memoryview(fs.cat_file(piece.path, start=start, end=start + piece.compressed_size))
         parts = []
         for frame in piece.frames:
-            at = frame.offset - start
-            header = unpack_frame_header(blob[at : at + FRAME_HEADER_SIZE], 0, frame.index)
-            body = blob[at + FRAME_HEADER_SIZE : at + frame.size]
-            if len(body) < header.body_size:
-                raise BytePairError(f"frame {frame.index} at byte {frame.offset} ends early: the file has changed")
+            record = blob[frame.offset - start : frame.offset - start + frame.size]
+            if len(record) < frame.size:
+                raise TruncatedDataError(f"data ends inside frame {frame.index} at byte {frame.offset}")
+            header = unpack_frame_header(record, 0, frame.index)
+            body = record[FRAME_HEADER_SIZE:]
             parts.append(decode_frame(header, body, frame.index, frame.first_block).tobytes())
     except BytePairError as exc:
         raise type(exc)(f"{_where(fs, piece.path)}: {exc}") from None
