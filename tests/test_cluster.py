@@ -32,7 +32,7 @@ import bytepair.zarr  # noqa: E402
 def client() -> Iterator[Any]:
     with (
         distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, worker_dashboard_address=None
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0", worker_dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
