@@ -38,6 +38,9 @@ from .fsspec import NamedBytePairFile
 
 __all__ = ["Piece", "plan", "read_text", "register_on"]
 
+_HEADER_BLOCK = 1 << 16
+"""Bytes a remote file fetches at a time while its frame headers are listed."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Piece:
@@ -130,8 +133,8 @@ def read_text(
 def register_on(client: Any) -> None:
     """Register ``compression="bytepair"`` with fsspec on every worker of *client*, now and later.
 
-    Needed for Dask's own readers (``dask.bag.read_text``, ``dask.dataframe.read_csv``),
-    whose tasks never import bytepair; ``read_text`` here does not need it.
+    Needed for Dask's own readers (such as ``dask.bag.read_text``), whose tasks
+    never import bytepair; ``read_text`` here does not need it.
     """
     from ._dask_plugin import FsspecRegistration
 
@@ -157,7 +160,8 @@ def _where(fs: Any, path: str) -> str:
 def _cut(fs: Any, path: str, blocksize: int) -> list[Piece]:
     """*path*'s frames, from their headers, in runs of at least *blocksize* bytes (the last may be less)."""
     try:
-        with fs.open(path, "rb") as f:
+        # headers only, seeking over bodies: a remote file should fetch small blocks, not its default 5 MB ones
+        with fs.open(path, "rb", block_size=_HEADER_BLOCK, cache_type="readahead") as f:
             frames = list_frames(f)
     except BytePairError as exc:
         raise type(exc)(f"{_where(fs, path)}: {exc}") from None

@@ -151,3 +151,17 @@ def test_damaged_header_names_the_file_when_planning(tmp_path: Path) -> None:
     (tmp_path / "a.txt.bp").write_bytes(bytes(blob))
     with pytest.raises(bytepair.CorruptDataError, match=r"^file://.*a\.txt\.bp: "):
         bytepair.dask.read_text(str(tmp_path / "a.txt.bp"), blocksize=FRAME)
+
+
+def test_an_fsspec_url(tmp_path: Path) -> None:
+    import fsspec
+
+    text = _text(1)
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/pydata-dask/a.txt.bp", _compressed(text, FRAME))
+    try:
+        bag = bytepair.dask.read_text("memory://pydata-dask/*.txt.bp", blocksize=3 * FRAME)
+        assert bag.npartitions > 3
+        assert bag.compute(scheduler="sync") == _expected(text)
+    finally:
+        fs.rm("/pydata-dask", recursive=True)
