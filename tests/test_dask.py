@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import bytepair
 from tests.helpers import frame_size
@@ -165,3 +167,20 @@ def test_an_fsspec_url(tmp_path: Path) -> None:
         assert bag.compute(scheduler="sync") == _expected(text)
     finally:
         fs.rm("/pydata-dask", recursive=True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.text(alphabet="ab\r\u00e9\u4e2d", max_size=300).map(lambda t: t + "\n"), max_size=40),
+    tail=st.text(alphabet="ab\n", max_size=20),
+    frame=st.integers(1, 400),
+    blocksize=st.integers(1, 2000),
+)
+def test_any_cut_reads_the_lines_of_the_whole(
+    tmp_path: Path, lines: list[str], tail: str, frame: int, blocksize: int
+) -> None:
+    text = "".join(lines) + tail
+    _write(tmp_path / "a.txt.bp", text, frame=frame)
+    bag = bytepair.dask.read_text(str(tmp_path / "a.txt.bp"), blocksize=blocksize)
+    assert bag.compute(scheduler="sync") == _expected(text)
+    assert _decoded_frames(bag) == [len(p.frames) for p in bytepair.dask.plan(str(tmp_path / "a.txt.bp"), blocksize)]
