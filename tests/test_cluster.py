@@ -36,6 +36,7 @@ def client() -> Iterator[Any]:
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
+        client.wait_for_workers(2)
         yield client
 
 
