@@ -15,7 +15,7 @@ while reading; select it with
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ from .numcodecs import BytePair as _Numcodec
 if TYPE_CHECKING:
     from typing import Self
 
-    from zarr.abc.store import ByteGetter
+    from zarr.abc.store import ByteGetter, ByteSetter
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer, NDBuffer
     from zarr.core.indexing import SelectorTuple
@@ -100,11 +100,13 @@ class BytePair(BytesBytesCodec):
 
 @dataclass(frozen=True)
 class ChunkKeyPipeline(BatchedCodecPipeline):
-    """zarr's ``BatchedCodecPipeline`` whose reads re-raise a ``BytePairError`` with the chunk's key.
+    """zarr's ``BatchedCodecPipeline`` that re-raises a ``BytePairError`` with the chunk's key.
 
     The error keeps its class; its message starts with the chunk's path in the
-    store. When a batch holds several chunks, each is read again alone to find
-    the damaged one (this costs time only when reading has already failed).
+    store. Reads, and writes of part of a chunk (which read the chunk first),
+    are covered. When a batch holds several chunks, each is processed again
+    alone to find the damaged one: this costs time only once it has failed,
+    and a write may then have stored the other chunks of the batch.
     """
 
     async def read_batch(
@@ -114,17 +116,31 @@ class ChunkKeyPipeline(BatchedCodecPipeline):
         drop_axes: tuple[int, ...] = (),
     ) -> None:
         batch = list(batch_info)
-        try:
-            await super().read_batch(batch, out, drop_axes)
-        except BytePairError as exc:
-            if len(batch) == 1:
-                raise _with_key(exc, batch[0][0]) from None
-            for one in batch:
-                try:
-                    await super().read_batch([one], out, drop_axes)
-                except BytePairError as single:
-                    raise _with_key(single, one[0]) from None
-            raise
+        await _naming_the_chunk(batch, lambda part: super(ChunkKeyPipeline, self).read_batch(part, out, drop_axes))
+
+    async def write_batch(
+        self,
+        batch_info: Iterable[tuple[ByteSetter, ArraySpec, SelectorTuple, SelectorTuple, bool]],
+        value: NDBuffer,
+        drop_axes: tuple[int, ...] = (),
+    ) -> None:
+        batch = list(batch_info)
+        await _naming_the_chunk(batch, lambda part: super(ChunkKeyPipeline, self).write_batch(part, value, drop_axes))
+
+
+async def _naming_the_chunk(batch: list[Any], run: Callable[[list[Any]], Awaitable[None]]) -> None:
+    """``await run(batch)``; a ``BytePairError`` comes out with the key of its chunk (the first of each item)."""
+    try:
+        await run(batch)
+    except BytePairError as exc:
+        if len(batch) == 1:
+            raise _with_key(exc, batch[0][0]) from None
+        for item in batch:
+            try:
+                await run([item])
+            except BytePairError as single:
+                raise _with_key(single, item[0]) from None
+        raise
 
 
 def _with_key(exc: BytePairError, chunk: Any) -> BytePairError:

@@ -119,3 +119,14 @@ def test_damaged_chunk(tmp_path: Path, zarr_format: int, key: str) -> None:
             array[:]
         assert isinstance(caught.value, BytePairError)
         np.testing.assert_array_equal(array[:25, :400], _data("u1")[:25, :400])  # the other chunks read
+
+
+def test_partial_write_over_a_damaged_chunk_names_it(tmp_path: Path) -> None:
+    _write(tmp_path / "a.zarr", _data("u1"), compressors=bytepair.zarr.BytePair())
+    _damage_one_chunk(tmp_path / "a.zarr", "c/0/1")
+    with zarr.config.set({"codec_pipeline.path": "bytepair.zarr.ChunkKeyPipeline"}):
+        array = zarr.open_array(str(tmp_path / "a.zarr"))
+    with pytest.raises(CorruptDataError, match=r"zarr chunk '.*a\.zarr/c/0/1'"):
+        array[0, 500] = 7  # a write into part of the chunk reads it first
+    array[0, 0] = 7  # the other chunks take writes
+    assert array[0, 0] == 7
