@@ -30,7 +30,7 @@ from .format import (
     unpack_stream_header,
 )
 
-__all__ = ["Listing", "list_streams"]
+__all__ = ["FrameEntry", "Listing", "list_frames", "list_streams"]
 
 _DISCARD_CHUNK = 1 << 20
 
@@ -51,6 +51,18 @@ class Listing:
     def ratio(self) -> float:
         """Compressed size over original size, as everywhere in bytepair (lower is better)."""
         return self.compressed_size / self.original_size if self.original_size else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameEntry:
+    """Where one frame lies, from its header: enough to read and decode it alone, as a parallel reader does."""
+
+    offset: int  # of its record (header, then body) in the file, from where the listing began
+    size: int  # of the whole record
+    original_offset: int  # of its first original byte in the file's content (every stream counted)
+    original_size: int
+    index: int  # its number within its stream, as error messages name it
+    first_block: int  # the number of its first block within its stream (for messages too)
 
 
 class _Reader:
@@ -124,8 +136,18 @@ def _at(offset: int, read: Callable[[], T]) -> T:
         raise type(exc)(re.sub(r"\bbyte 0\b", f"byte {offset}", str(exc))) from None
 
 
-def list_streams(f: BinaryIO) -> Listing:
-    """Walk every stream of *f* from its current position to its end, reading headers only."""
+def list_frames(f: BinaryIO) -> list[FrameEntry]:
+    """Every frame of every stream of *f*, with the checks of ``list_streams`` (which it runs)."""
+    frames: list[FrameEntry] = []
+    list_streams(f, frames.append)
+    return frames
+
+
+def list_streams(f: BinaryIO, on_frame: Callable[[FrameEntry], object] | None = None) -> Listing:
+    """Walk every stream of *f* from its current position to its end, reading headers only.
+
+    *on_frame* is called with each frame's entry as its header is read.
+    """
     r = _Reader(f)
     frames = blocks = size = crc = 0
     while True:
@@ -142,7 +164,7 @@ def list_streams(f: BinaryIO) -> Listing:
         if len(head) < STREAM_HEADER_SIZE:
             raise TruncatedDataError(f"data ends inside the stream header at byte {start}")
         _at(start, partial(unpack_stream_header, head))
-        stream = _walk_records(r)
+        stream = _walk_records(r, on_frame, size)
         frames += stream.n_frames
         blocks += stream.n_blocks
         crc = crc32_combine(crc, stream.crc, stream.size)
@@ -150,8 +172,8 @@ def list_streams(f: BinaryIO) -> Listing:
     return Listing(frames, blocks, r.offset, size, crc)
 
 
-def _walk_records(r: _Reader) -> StreamTally:
-    """The frames of one stream, up to and including its end record."""
+def _walk_records(r: _Reader, on_frame: Callable[[FrameEntry], object] | None, before: int) -> StreamTally:
+    """The frames of one stream, up to and including its end record; *before* original bytes precede it."""
     tally = StreamTally()
     while True:
         pos = r.offset
@@ -165,6 +187,9 @@ def _walk_records(r: _Reader) -> StreamTally:
             raw = kind_byte + r.exact(FRAME_HEADER_SIZE - 1, f"header of frame {frames}")
             header = _at(pos, partial(unpack_frame_header, raw, 0, frames))
             r.skip(header.body_size, f"body of frame {frames}")
+            if on_frame is not None:
+                size = FRAME_HEADER_SIZE + header.body_size
+                on_frame(FrameEntry(pos, size, before + tally.size, header.orig_size, frames, tally.n_blocks))
             tally.add_header(header)
         elif kind == KIND_END:
             raw = kind_byte + r.exact(END_SIZE - 1, "end of stream")
