@@ -132,6 +132,8 @@ class _Worker:
             _send(self.requests, (job, args))
             reply = _receive(self.replies)
         except (OSError, EOFError, ValueError) as exc:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=1)  # its pipe closed as it ended: its status follows
             raise _WorkerLost(f"a bytepair worker process ended during a job ({self._status()})") from exc
         try:
             ok, value = pickle.loads(reply)
