@@ -177,6 +177,7 @@ def test_table_has_every_codec_and_total_rows(result: _bench.BenchResult) -> Non
         "| compress vs zlib | decompress vs zlib |"
     )
     assert table.count(header) == 2
+    assert f"round trip, kernels: {_bench.kernels_in_use()};" in table.splitlines()[0]
     rows = [line for line in table.splitlines() if line.startswith("| ") and line != header]
     total_rows = [r for r in rows if r.startswith("| total |")]
     assert [r.split(" | ")[1] for r in total_rows] == list(result.codecs)
@@ -185,6 +186,27 @@ def test_table_has_every_codec_and_total_rows(result: _bench.BenchResult) -> Non
     (zlib_total,) = [r for r in total_rows if "| zlib-6 |" in r]
     assert zlib_total.endswith("| 1.00x | 1.00x |")
     assert str(sum(len(d) for _, d in INPUTS)) in zlib_total
+
+
+@pytest.mark.parametrize(
+    ("mode", "numba_here", "expected"),
+    [
+        ("numpy", True, "numpy"),
+        ("auto", False, "numpy"),
+        ("numba", True, "numba 0.68.1"),
+        ("auto", True, "numba 0.68.1 (numpy below 65536 bytes)"),
+    ],
+)
+def test_the_header_says_which_kernels_ran(
+    mode: str, numba_here: bool, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bytepair.core import jit
+
+    monkeypatch.setenv("BYTEPAIR_KERNELS", mode)
+    monkeypatch.setattr(jit, "_ready", lambda quiet: numba_here)
+    monkeypatch.setattr(jit.importlib.metadata, "version", lambda name: "0.68.1")
+    monkeypatch.setattr(jit, "MIN_COMPILED_BYTES", 65536)
+    assert _bench.kernels_in_use() == expected
 
 
 def test_table_without_per_file_has_totals_only(result: _bench.BenchResult) -> None:
@@ -199,7 +221,7 @@ def test_json_has_every_figure(result: _bench.BenchResult) -> None:
     assert doc["parameters"]["levels"] == [1, DEFAULT_LEVEL]
     assert doc["parameters"]["codecs"] == list(result.codecs)
     assert set(doc["parameters"]["bytepair_levels"]) == {"1", str(DEFAULT_LEVEL)}
-    for key in ("python", "numpy", "platform", "cpu_count", "bytepair"):
+    for key in ("python", "numpy", "platform", "cpu_count", "bytepair", "kernels"):
         assert doc["machine"][key]
     assert [f["name"] for f in doc["files"]] == [name for name, _ in INPUTS]
     assert len(doc["results"]) == len(INPUTS) * len(result.codecs)

@@ -455,6 +455,18 @@ def _warm_up_input(data: bytes, size: int) -> bytes:
     return (data * -(-size // len(data)))[:size]
 
 
+def kernels_in_use() -> str:
+    """Which path bytepair's runs take here (``BYTEPAIR_KERNELS`` and numba decide), as the
+    table's header says it: ``numba 0.68.1``, ``numpy``, or in ``auto`` mode the size
+    under which numpy runs instead."""
+    from ..core import jit
+
+    name = jit.kernels_name()
+    if name != "numpy" and jit.requested() == "auto":
+        return f"{name} (numpy below {jit.MIN_COMPILED_BYTES} bytes)"
+    return name
+
+
 def machine_info() -> dict[str, Any]:
     """What a reader needs to compare two result files: software versions and the CPU."""
     from .. import __version__
@@ -462,6 +474,7 @@ def machine_info() -> dict[str, Any]:
     zstd = _zstandard()
     return {
         "bytepair": __version__,
+        "kernels": kernels_in_use(),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "numpy": np.__version__,
@@ -512,7 +525,8 @@ def format_table(result: BenchResult, per_file: bool) -> str:
     m = result.machine
     total = sum(size for _, size in result.files)
     lines = [
-        f"bytepair {m['bytepair']} round trip: {len(result.files)} files, {total} bytes; "
+        f"bytepair {m['bytepair']} round trip, kernels: {m.get('kernels', 'numpy')}; "
+        f"{len(result.files)} files, {total} bytes; "
         f"median time of {result.runs} run{'' if result.runs == 1 else 's'}; "
         "MB = 10^6 bytes; ratio = compressed / size; "
         f"Python {m['python']}, numpy {m['numpy']}, {m['platform']}, {m['cpu_count']} CPUs",
