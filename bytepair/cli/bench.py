@@ -84,7 +84,7 @@ class Codec:
     """A named pair of one-shot functions; the benchmark knows codecs by these only.
 
     ``warm_up`` is how many bytes its untimed first round trip takes: enough to
-    start whatever the codec starts on first use (worker processes, for
+    start whatever the codec starts on first use (workers, for
     ``threads`` other than 1), so that no timed run pays for it.
     """
 
@@ -318,7 +318,7 @@ def default_codecs(levels: Sequence[int], threads: Sequence[int] = (1,)) -> list
             f"bytepair-{level}" + ("" if n_threads == 1 else f"-T{n_threads}"),
             functools.partial(compress, level=level, threads=n_threads),
             decompress,
-            # a share of MIN_SHARE bytes for every process starts every worker
+            # a share of MIN_SHARE bytes for every worker starts every worker
             WARM_UP_BYTES if n_threads == 1 else resolve_threads(n_threads) * MIN_SHARE,
         )
         for level in levels
