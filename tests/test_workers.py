@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from bytepair.io import workers
-from tests.helpers import compiled
+from tests.helpers import REPO, compiled
 
 CALLER = """\
 import bytepair
@@ -84,6 +84,16 @@ def test_a_command_string(path: str, tmp_path: Path) -> None:
 
 def test_an_interactive_session(path: str, tmp_path: Path) -> None:
     run_caller(["-i"], path, tmp_path, stdin=CALLER)
+
+
+def test_a_checkout_imported_from_the_directory_it_then_leaves(tmp_path: Path) -> None:
+    """``''`` on ``sys.path`` found bytepair in the directory left since: the worker finds it still."""
+    code = f"import os, bytepair; os.chdir({str(tmp_path)!r})\n{CALLER}"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["BYTEPAIR_KERNELS"] = "numpy"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    check_caller(done.stdout, done.stderr, "numpy")
 
 
 def test_a_jupyter_notebook(path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

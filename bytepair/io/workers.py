@@ -99,6 +99,15 @@ def serve() -> None:
             return
 
 
+def _search_path() -> list[str]:
+    """The caller's ``sys.path`` for a worker: entries made absolute (``''`` is the
+    directory now, and the worker's may differ), and the folder bytepair came from last
+    (so that a checkout imported before a ``chdir`` is found)."""
+    path = [os.path.abspath(entry) for entry in sys.path if isinstance(entry, str)]
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return path if home in path else [*path, home]
+
+
 class _Worker:
     """One worker process, talked to over its standard input and output."""
 
@@ -116,7 +125,8 @@ class _Worker:
         self.requests: IO[bytes] = self.proc.stdin
         self.replies: IO[bytes] = self.proc.stdout
         try:
-            self.requests.write(len(path := pickle.dumps(list(sys.path))).to_bytes(_LENGTH_BYTES, "little") + path)
+            path = pickle.dumps(_search_path())
+            self.requests.write(len(path).to_bytes(_LENGTH_BYTES, "little") + path)
             self.requests.flush()
             ready = pickle.loads(_receive(self.replies))
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
