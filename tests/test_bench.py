@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import zlib
@@ -555,8 +556,21 @@ def test_startup_times_both_commands_and_checks_the_output() -> None:
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| `")]
     assert len(rows) == 2 and rows[0].endswith("| 1.00x |")
     assert "bytepair -dc FILE" in rows[1]
+    assert "numba imported by `bytepair -dc FILE`: no" in proc.stdout.splitlines()[0]
     bad = run_benchmark(STARTUP, "--runs", "0")
     assert bad.returncode == 2
+
+
+MEMORY = REPO / "benchmarks" / "memory.py"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="--via pipe forks")
+def test_memory_through_a_pipe_on_two_workers_names_the_kernels() -> None:
+    proc = run_benchmark(MEMORY, "--size", "3MB", "--via", "pipe", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1] == f"kernels {_bench.kernels_in_use()}"
+    assert lines[-1].startswith("round trip OK (3000000 of 3000000 bytes")
 
 
 SCALING = REPO / "benchmarks" / "scaling.py"
