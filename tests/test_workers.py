@@ -189,6 +189,21 @@ def test_no_python_to_start_runs_every_job_here(pool: workers.WorkerProcesses, m
     assert pool.started == 0
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the silent program is a shell script")
+def test_a_program_that_never_answers_is_given_up_on(
+    pool: workers.WorkerProcesses, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``sys.executable`` need not be a Python (frozen or embedded programs): one that reads
+    its input and never answers is killed after ``START_SECONDS``, and jobs run here."""
+    silent = tmp_path / "silent-program"
+    silent.write_text("#!/bin/sh\nexec sleep 600\n")
+    silent.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(silent))
+    monkeypatch.setattr(workers, "START_SECONDS", 0.5)
+    with pytest.warns(workers.WorkerWarning, match="did not start a bytepair worker"):
+        assert pool.run(_facts)["pid"] == os.getpid()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 def test_a_forked_child_starts_its_own_workers() -> None:
     parent_worker = workers.shared_workers().run(_facts)["pid"]

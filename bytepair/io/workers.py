@@ -34,6 +34,10 @@ from typing import IO, Any
 __all__ = ["WorkerProcesses", "WorkerWarning", "serve", "shared_workers"]
 
 _READY = "bytepair worker ready"
+
+START_SECONDS = 60.0
+"""How long a new worker may take to say it is ready (a Python and a numpy import, on a
+busy machine) before it is given up on."""
 _LENGTH_BYTES = 8
 
 # the worker's first lines: stdlib imports only, before the caller's sys.path is in place
@@ -124,6 +128,9 @@ class _Worker:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.requests: IO[bytes] = self.proc.stdin
         self.replies: IO[bytes] = self.proc.stdout
+        # a program that is not Python (some frozen or embedded ones) may never answer
+        deadline = threading.Timer(START_SECONDS, self.proc.kill)
+        deadline.start()
         try:
             path = pickle.dumps(_search_path())
             self.requests.write(len(path).to_bytes(_LENGTH_BYTES, "little") + path)
@@ -132,6 +139,8 @@ class _Worker:
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self.close()
             raise _WorkerLost(f"{sys.executable} did not start a bytepair worker ({self._status()})") from exc
+        finally:
+            deadline.cancel()
         if ready != _READY:
             self.close()
             raise _WorkerLost(f"{sys.executable} did not start a bytepair worker (it said {ready!r})")
