@@ -6,7 +6,9 @@
 The input is generated in 1 MiB chunks (text-like pieces from a fixed pool, in
 a seeded order, with numbered lines and runs of random bytes mixed in), fed to
 a compressor, and every compressed piece goes straight to a decompressor;
-nothing is stored, and the round trip is checked by CRC-32 and length. Peak
+nothing is stored, and the round trip is checked by CRC-32 and length; the first
+line names the kernels (``BYTEPAIR_KERNELS`` chooses: threads on the compiled path,
+worker processes on the numpy path, whose RSS is their own). Peak
 RSS (``ru_maxrss``) is printed before and after, so a constant figure across
 ``--size 20MB``, ``200MB`` and ``2GB`` shows that memory does not grow with the
 stream.
@@ -42,6 +44,7 @@ import numpy as np
 # from a working tree must time that tree's code
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bytepair
+from bytepair.cli.bench import kernels_in_use
 from bytepair.io.file import BytePairFile
 
 CHUNK = 1 << 20
@@ -223,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     after = peak_rss()
 
     mb = 1e6
+    kernels = kernels_in_use()
     print(f"size {args.size / mb:.1f} MB, level {args.level}, threads {args.threads}, via {args.via}")
+    print(f"kernels {kernels}")
     print(f"compressed {t.compressed / mb:.1f} MB (ratio {t.compressed / max(t.original, 1):.3f})")
     clock = "s in calls" if args.via == "objects" else "s of CPU"
     for name, seconds in (("compress", t.compress_s), ("decompress", t.decompress_s)):
@@ -245,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             "level": args.level,
             "threads": args.threads,
             "via": args.via,
+            "kernels": kernels,
             "compressed": t.compressed,
             "compress_s": t.compress_s,
             "decompress_s": t.decompress_s,

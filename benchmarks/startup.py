@@ -7,6 +7,10 @@ machine, and prints the median wall time of each and its ratio to importing
 numpy, which every bytepair command must do. The small file is made here: a
 few hundred bytes compressed by this checkout. Exit status: 0 done, 1 a command failed, 2 bad option.
 
+The first line names the kernels large inputs would take here (``bytepair -V``)
+and whether ``bytepair -dc FILE`` imported numba (it must not: a small input never
+pays for numba's import, so the figure holds with a warm numba cache or none).
+
 Each command first runs once untimed, with ``PYTHONDONTWRITEBYTECODE`` unset, so
 that the timed runs import bytepair from compiled bytecode, as an installed
 package does (pip compiles it at install time; numpy's always is). A checkout
@@ -39,6 +43,14 @@ def commands(small: Path) -> dict[str, list[str]]:
     }
 
 
+def imports_numba(command: list[str], env: dict[str, str]) -> bool:
+    """Whether *command* imports numba (from Python's own import report, untimed)."""
+    report = subprocess.run(
+        command, capture_output=True, text=True, check=False, env={**env, "PYTHONPROFILEIMPORTTIME": "1"}
+    ).stderr
+    return any(line.rsplit("|", 1)[-1].strip().split(".")[0] == "numba" for line in report.splitlines())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description="Time bytepair's start-up against importing numpy.")
     parser.add_argument("--runs", type=int, default=20, help="runs of each command; times are medians (20)")
@@ -57,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for command in commands(small).values():  # writes bytecode; warms the file cache
             subprocess.run(command, capture_output=True, check=False, env=env)
+        numba_imported = imports_numba(commands(small)["bytepair -dc FILE"], env)
         for _ in range(args.runs):
             for name, command in commands(small).items():
                 start = time.perf_counter()
@@ -66,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{PROG}: {name} failed: {done.stderr.decode(errors='replace').strip()}", file=sys.stderr)
                     return 1
     reference = statistics.median(timed['python -c "import numpy"'])
+    kernels = subprocess.run(
+        [sys.executable, "-m", "bytepair", "-V"], capture_output=True, text=True, check=False, env=env
+    ).stdout.splitlines()[-1:]
+    said = "YES" if numba_imported else "no"
+    print(f"{''.join(kernels) or 'kernels: ?'}; numba imported by `bytepair -dc FILE`: {said}")
+    print()
     print("| command | median | against importing numpy |")
     print("|:--|--:|--:|")
     for name, times in timed.items():

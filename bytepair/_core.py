@@ -25,7 +25,9 @@ def compress(
 
     *level* (1-9) picks a preset; *block_size*, *max_distinct*, *threshold* and
     *escape_limit* override the preset's values (see ``bytepair.LEVELS``). *threads* other than
-    1 encodes frames in that many processes, this one included (0 = one per core).
+    1 encodes frames on that many workers, this thread included (0 = one per core): threads
+    on the compiled path, worker processes on the numpy one (see docs/threads.md). The
+    output is the same for every *threads*, and callers need no ``__main__`` guard.
     """
     compressor = BytePairCompressor(
         level,

@@ -100,15 +100,34 @@ DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
 """Every way a run of blocks can be decoded: they must agree, and refuse alike."""
 
 
-def record_pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The worker count of every pool the parallel pipeline asks for, from now on
-    (the pools are real): a test can see that work reached a worker."""
-    asked: list[int] = []
+def record_pools(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
+    """The worker count of every pool the parallel pipeline asks for, from now on, and
+    whether its workers are threads (the pools are real): a test can see that work
+    reached a worker, and what kind."""
+    asked: list[tuple[int, bool]] = []
     real_pool = bytepair.io.parallel._shared_pool
 
-    def recording_pool(workers: int) -> object:
-        asked.append(workers)
-        return real_pool(workers)
+    def recording_pool(workers: int, in_threads: bool) -> object:
+        asked.append((workers, in_threads))
+        return real_pool(workers, in_threads)
 
     monkeypatch.setattr(bytepair.io.parallel, "_shared_pool", recording_pool)
     return asked
+
+
+KERNEL_PATHS = ("numpy", "numba")
+"""The values of ``BYTEPAIR_KERNELS`` the ``kernels`` fixture (conftest.py) runs a test under."""
+
+
+def use_kernels(path: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Make bytepair take *path* (``numpy`` or ``numba``) from now on; a skip when numba is
+    asked for and not installed. Returns *path*."""
+    if path == "numba":
+        pytest.importorskip("numba", reason="numba is not installed (the fast extra): the compiled path is untested")
+    monkeypatch.setenv("BYTEPAIR_KERNELS", path)
+    return path
+
+
+def compiled(path: str) -> bool:
+    """Whether bytepair takes the compiled path, given the ``kernels`` fixture's *path*."""
+    return path == "numba"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import zlib
@@ -140,7 +141,7 @@ def test_threaded_warm_up_starts_the_workers(monkeypatch: pytest.MonkeyPatch) ->
     (codec,) = [c for c in _bench.default_codecs([1], threads=(2,)) if c.name == "bytepair-1-T2"]
     # a small input would never reach a worker; its warm-up must
     _bench.run_benchmark([("small.txt", TEXT[:5000])], levels=[1], runs=1, codecs=[codec])
-    assert started == [1], "the warm-up must hand a share to the one worker"
+    assert [workers for workers, _ in started] == [1], "the warm-up must hand a share to the one worker"
 
 
 def test_figures_come_from_medians_and_sums() -> None:
@@ -177,6 +178,7 @@ def test_table_has_every_codec_and_total_rows(result: _bench.BenchResult) -> Non
         "| compress vs zlib | decompress vs zlib |"
     )
     assert table.count(header) == 2
+    assert f"round trip, kernels: {_bench.kernels_in_use()};" in table.splitlines()[0]
     rows = [line for line in table.splitlines() if line.startswith("| ") and line != header]
     total_rows = [r for r in rows if r.startswith("| total |")]
     assert [r.split(" | ")[1] for r in total_rows] == list(result.codecs)
@@ -185,6 +187,27 @@ def test_table_has_every_codec_and_total_rows(result: _bench.BenchResult) -> Non
     (zlib_total,) = [r for r in total_rows if "| zlib-6 |" in r]
     assert zlib_total.endswith("| 1.00x | 1.00x |")
     assert str(sum(len(d) for _, d in INPUTS)) in zlib_total
+
+
+@pytest.mark.parametrize(
+    ("mode", "numba_here", "expected"),
+    [
+        ("numpy", True, "numpy"),
+        ("auto", False, "numpy"),
+        ("numba", True, "numba 0.68.1"),
+        ("auto", True, "numba 0.68.1 (numpy below 65536 bytes)"),
+    ],
+)
+def test_the_header_says_which_kernels_ran(
+    mode: str, numba_here: bool, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bytepair.core import jit
+
+    monkeypatch.setenv("BYTEPAIR_KERNELS", mode)
+    monkeypatch.setattr(jit, "_ready", lambda quiet: numba_here)
+    monkeypatch.setattr(jit.importlib.metadata, "version", lambda name: "0.68.1")
+    monkeypatch.setattr(jit, "MIN_COMPILED_BYTES", 65536)
+    assert _bench.kernels_in_use() == expected
 
 
 def test_table_without_per_file_has_totals_only(result: _bench.BenchResult) -> None:
@@ -199,7 +222,7 @@ def test_json_has_every_figure(result: _bench.BenchResult) -> None:
     assert doc["parameters"]["levels"] == [1, DEFAULT_LEVEL]
     assert doc["parameters"]["codecs"] == list(result.codecs)
     assert set(doc["parameters"]["bytepair_levels"]) == {"1", str(DEFAULT_LEVEL)}
-    for key in ("python", "numpy", "platform", "cpu_count", "bytepair"):
+    for key in ("python", "numpy", "platform", "cpu_count", "bytepair", "kernels"):
         assert doc["machine"][key]
     assert [f["name"] for f in doc["files"]] == [name for name, _ in INPUTS]
     assert len(doc["results"]) == len(INPUTS) * len(result.codecs)
@@ -533,8 +556,21 @@ def test_startup_times_both_commands_and_checks_the_output() -> None:
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| `")]
     assert len(rows) == 2 and rows[0].endswith("| 1.00x |")
     assert "bytepair -dc FILE" in rows[1]
+    assert "numba imported by `bytepair -dc FILE`: no" in proc.stdout.splitlines()[0]
     bad = run_benchmark(STARTUP, "--runs", "0")
     assert bad.returncode == 2
+
+
+MEMORY = REPO / "benchmarks" / "memory.py"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="--via pipe forks")
+def test_memory_through_a_pipe_on_two_workers_names_the_kernels() -> None:
+    proc = run_benchmark(MEMORY, "--size", "3MB", "--via", "pipe", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1] == f"kernels {_bench.kernels_in_use()}"
+    assert lines[-1].startswith("round trip OK (3000000 of 3000000 bytes")
 
 
 SCALING = REPO / "benchmarks" / "scaling.py"

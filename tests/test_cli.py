@@ -10,6 +10,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
 import pty
 import random
@@ -81,11 +83,38 @@ def sample(tmp_path: Path) -> tuple[Path, bytes]:
 # -- basics ------------------------------------------------------------------
 
 
-def test_version_prints_name_and_version(tmp_path: Path) -> None:
-    proc = run("-V", cwd=tmp_path)
+@pytest.mark.parametrize("path", ["numpy", "auto"])
+def test_version_prints_name_version_and_kernels(path: str, tmp_path: Path) -> None:
+    env = {**os.environ, "BYTEPAIR_KERNELS": path}
+    proc = run("-V", cwd=tmp_path, env=env)
     assert proc.returncode == 0
-    assert proc.stdout.decode() == f"bytepair {bytepair.__version__}\n"
-    assert run("--version", cwd=tmp_path).stdout == proc.stdout
+    numba_here = path == "auto" and importlib.util.find_spec("numba") is not None
+    kernels = f"numba {importlib.metadata.version('numba')}" if numba_here else "numpy"
+    assert proc.stdout.decode() == f"bytepair {bytepair.__version__}\nkernels: {kernels}\n"
+    assert run("--version", cwd=tmp_path, env=env).stdout == proc.stdout
+
+
+def imported(stderr: bytes) -> set[str]:
+    """The modules a run with ``PYTHONPROFILEIMPORTTIME`` imported, from its report on stderr."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.decode(errors="replace").splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+@pytest.mark.parametrize("threads", ["1", "0"])
+def test_small_files_never_import_numba(threads: str, tmp_path: Path) -> None:
+    """Loading numba costs about one more numpy import: a small file must not pay it, on
+    either side, whatever the thread count."""
+    env = {**os.environ, "BYTEPAIR_KERNELS": "auto", "PYTHONPROFILEIMPORTTIME": "1"}
+    (tmp_path / "small.txt").write_bytes(b"a small file, compressed and decompressed\n" * 20)
+    for args in (["-T", threads, "small.txt"], ["-dc", "small.txt.bp"]):
+        proc = run(*args, cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        modules = imported(proc.stderr)
+        assert "bytepair.cli.main" in modules, "the import report is there"
+        assert not {m for m in modules if m == "numba" or m.startswith("numba.")}, args
 
 
 def test_help_documents_flags_and_explain(tmp_path: Path) -> None:
@@ -122,7 +151,7 @@ def test_console_script_is_installed(tmp_path: Path) -> None:
         pytest.skip("the bytepair console script is not on PATH (package not installed)")
     proc = subprocess.run([script, "-V"], capture_output=True, timeout=TIMEOUT)
     assert proc.returncode == 0
-    assert proc.stdout.decode() == f"bytepair {bytepair.__version__}\n"
+    assert proc.stdout.decode().splitlines()[0] == f"bytepair {bytepair.__version__}"
 
 
 # -- files -------------------------------------------------------------------

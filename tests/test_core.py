@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import array
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bytepair
 from bytepair import CorruptDataError, OutputLimitError, TruncatedDataError
-from tests.helpers import corpus_files, record_pools
+from tests.helpers import compiled, corpus_files, record_pools
 from tests.strategies import blocky_bytes
 
 HARD_CASES = {
@@ -38,32 +41,34 @@ def test_tiny_blocks_cost_no_more_than_storing(block_size: int) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(HARD_CASES))
-def test_hard_cases_round_trip(name: str) -> None:
+def test_hard_cases_round_trip(name: str, kernels: str) -> None:
     data = HARD_CASES[name]
     assert bytepair.decompress(bytepair.compress(data)) == data
 
 
 @pytest.mark.parametrize("block_size", [1, 2, 255, 256, 257, 1023, 1024, 1025])
 @pytest.mark.parametrize("extra", [-1, 0, 1])
-def test_sizes_around_block_boundaries(block_size: int, extra: int) -> None:
+def test_sizes_around_block_boundaries(block_size: int, extra: int, kernels: str) -> None:
     data = (b"abcab" * 1000)[: 3 * block_size + extra]
     assert bytepair.decompress(bytepair.compress(data, block_size=block_size, threshold=2)) == data
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.one_of(st.binary(max_size=5000), blocky_bytes()), level=st.integers(1, 9))
-def test_round_trip_arbitrary_bytes(data: bytes, level: int) -> None:
+def test_round_trip_arbitrary_bytes(data: bytes, level: int, kernels: str) -> None:
     assert bytepair.decompress(bytepair.compress(data, level=level)) == data
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     data=blocky_bytes(),
     block_size=st.integers(1, 65535),
     max_distinct=st.integers(1, 255),
     threshold=st.integers(2, 10),
 )
-def test_round_trip_any_parameters(data: bytes, block_size: int, max_distinct: int, threshold: int) -> None:
+def test_round_trip_any_parameters(
+    data: bytes, block_size: int, max_distinct: int, threshold: int, kernels: str
+) -> None:
     packed = bytepair.compress(data, block_size=block_size, max_distinct=max_distinct, threshold=threshold)
     assert bytepair.decompress(packed) == data
 
@@ -176,7 +181,7 @@ def test_empty_input_is_truncated() -> None:
         bytepair.decompress(b"")
 
 
-def test_threads_give_identical_output(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threads_give_identical_output(kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import bytepair.io.parallel as parallel_module
     import bytepair.io.stream as stream
 
@@ -186,9 +191,24 @@ def test_threads_give_identical_output(monkeypatch: pytest.MonkeyPatch) -> None:
     serial = bytepair.compress(data, block_size=3000)
     pools = record_pools(monkeypatch)
     parallel = bytepair.compress(data, block_size=3000, threads=3)
-    assert pools and set(pools) == {2}, "frames must be shared with two worker processes"
+    assert pools and set(pools) == {(2, compiled(kernels))}, "frames must be shared with two workers"
     assert serial == parallel
     assert bytepair.decompress(parallel) == data
+
+
+def test_small_inputs_never_import_numba() -> None:
+    """In a fresh process (this one may have loaded numba already): a small input, on
+    one thread or all, leaves numba unimported."""
+    code = (
+        "import sys, bytepair; "
+        "assert bytepair.decompress(bytepair.compress(b'small')) == b'small'; "
+        "assert bytepair.decompress(bytepair.compress(b'small' * 1000, threads=0)) == b'small' * 1000; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba'))"
+    )
+    env = {**os.environ, "BYTEPAIR_KERNELS": "auto"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[]\n"
 
 
 def test_one_shot_functions_are_thread_safe() -> None:
@@ -212,7 +232,7 @@ def test_one_shot_functions_are_thread_safe() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("corpus", ["canterbury", "calgary"])
-def test_corpus_round_trips(corpus: str) -> None:
+def test_corpus_round_trips(corpus: str, kernels: str) -> None:
     for path in corpus_files(corpus):
         data = path.read_bytes()
         assert bytepair.decompress(bytepair.compress(data)) == data, path.name

@@ -115,7 +115,7 @@ class Counting(io.RawIOBase):
 # -- reading ----------------------------------------------------------------
 
 
-def test_reads_concatenated_streams_and_decodes_each_frame_once() -> None:
+def test_reads_concatenated_streams_and_decodes_each_frame_once(kernels: str) -> None:
     with BytePairFile(io.BytesIO(PACKED)) as f:
         assert f.mode == "rb" and f.readable() and f.seekable() and not f.writable()
         assert f.read() == DATA
@@ -361,7 +361,7 @@ def test_os_pipe() -> None:
 # -- writing ----------------------------------------------------------------
 
 
-def test_write_equals_one_shot_compression(tmp_path: Path) -> None:
+def test_write_equals_one_shot_compression(tmp_path: Path, kernels: str) -> None:
     data = TEXT + MIXED
     path = tmp_path / "out.bp"
     with frame_size(5000):
@@ -550,7 +550,7 @@ def test_concurrent_use_of_one_file_is_refused() -> None:
 TEXT_LINES = "".join(f"{i}: naïve café ≠ 東京 😀 ±{i * 7}\n" for i in range(400)) + "no newline at the end ∑"
 
 
-def test_text_round_trip_across_frames(tmp_path: Path) -> None:
+def test_text_round_trip_across_frames(tmp_path: Path, kernels: str) -> None:
     path = tmp_path / "t.bp"
     with frame_size(1001), bp_open(path, "wt", encoding="utf-8") as f:  # multi-byte characters split by frames
         f.write(TEXT_LINES)

@@ -1,10 +1,10 @@
-"""Several processes: frames and shares of blocks come back in order, identical to one process."""
+"""Several workers (threads on the compiled path, processes on the numpy path): frames and
+shares of blocks come back in order, identical to one thread."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ import bytepair.io.parallel as parallel
 import bytepair.io.stream as stream
 from bytepair.container.codec import encode_frame
 from bytepair.core.params import resolve_params
+from tests.helpers import compiled, record_pools
 
 
 def chunks(count: int, size: int) -> list[bytes]:
@@ -25,7 +26,7 @@ def chunks(count: int, size: int) -> list[bytes]:
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_pipeline_gives_every_frame_in_order(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pipeline_gives_every_frame_in_order(threads: int, kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)  # the last frame is shared too
     params = resolve_params(5, block_size=3000)
     parts = chunks(6, 30_000)
@@ -44,7 +45,7 @@ def test_pipeline_gives_every_frame_in_order(threads: int, monkeypatch: pytest.M
     assert pipeline.finish() == []
 
 
-def test_streamed_pieces_with_threads_give_the_same_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_pieces_with_threads_give_the_same_stream(kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream, "FRAME_SIZE", 25_000)
     monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)
     data = b"".join(chunks(9, 20_000))
@@ -56,6 +57,20 @@ def test_streamed_pieces_with_threads_give_the_same_stream(monkeypatch: pytest.M
     out = b"".join(compressor.compress(piece.tobytes()) for piece in pieces) + compressor.flush()
     assert out == serial
     assert bytepair.decompress(out) == data
+
+
+def test_every_thread_count_gives_the_same_bytes(kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """threads 1, 2, 3 and 0, each on both paths: one output; the workers are threads
+    exactly when the compiled path runs."""
+    monkeypatch.setattr(stream, "FRAME_SIZE", 25_000)  # several frames, each a job...
+    monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)  # ...and the last shared out in pieces
+    data = b"".join(chunks(7, 20_000))
+    pools = record_pools(monkeypatch)
+    outputs = {threads: bytepair.compress(data, block_size=3000, threads=threads) for threads in (1, 2, 3, 0)}
+    assert len(set(outputs.values())) == 1, {threads: len(out) for threads, out in outputs.items()}
+    assert bytepair.decompress(outputs[1]) == data
+    assert {workers for workers, _ in pools} >= {1, 2}, "threads 2 and 3 must hand work to their workers"
+    assert {in_threads for _, in_threads in pools} == {compiled(kernels)}
 
 
 @pytest.mark.parametrize(
@@ -99,15 +114,13 @@ def test_no_piece_of_the_last_share_under_min_tail_share(monkeypatch: pytest.Mon
 class _SlowPool:
     """A worker that takes its time over every job: the slowest worker there is, in a thread."""
 
-    def submit(self, job: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
+    def run(self, job: Callable[..., Any], *args: Any) -> Any:
         time.sleep(0.05)
-        future.set_result(job(*args))
-        return future
+        return job(*args)
 
 
 def test_a_slow_worker_does_not_make_frames_pile_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "_shared_pool", lambda workers: _SlowPool())
+    monkeypatch.setattr(parallel, "_shared_pool", lambda workers, in_threads: _SlowPool())
     params = resolve_params(5, block_size=3000)
     parts = chunks(12, 20_000)
     pipeline = parallel.FramePipeline(params, 2)
@@ -123,14 +136,12 @@ def test_a_slow_worker_does_not_make_frames_pile_up(monkeypatch: pytest.MonkeyPa
 class _FailingPool:
     """A worker whose every job fails."""
 
-    def submit(self, job: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_exception(MemoryError("worker out of memory"))
-        return future
+    def run(self, job: Callable[..., Any], *args: Any) -> Any:
+        raise MemoryError("worker out of memory")
 
 
 def test_a_worker_error_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "_shared_pool", lambda workers: _FailingPool())
+    monkeypatch.setattr(parallel, "_shared_pool", lambda workers, in_threads: _FailingPool())
     params = resolve_params(5, block_size=3000)
     pipeline = parallel.FramePipeline(params, 2)
     with pytest.raises(MemoryError, match="worker out of memory"):
@@ -139,13 +150,13 @@ def test_a_worker_error_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> N
         pipeline.finish()
 
 
-def test_no_worker_processes_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_pool(workers: int) -> None:
-        raise OSError("cannot start worker processes")
+def test_no_pool_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pool(workers: int, in_threads: bool) -> None:
+        raise OSError("cannot start workers")
 
     monkeypatch.setattr(parallel, "_shared_pool", no_pool)
     pipeline = parallel.FramePipeline(resolve_params(5, block_size=3000), 2)
-    with pytest.raises(OSError, match="cannot start worker processes"):
+    with pytest.raises(OSError, match="cannot start workers"):
         for part in chunks(6, 20_000):
             pipeline.add(part)
         pipeline.finish()
@@ -158,10 +169,8 @@ def _interrupted() -> None:
 class _InterruptedPool:
     """A worker interrupted in its job (Ctrl-C reaches the whole process group)."""
 
-    def submit(self, job: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_exception(KeyboardInterrupt())
-        return future
+    def run(self, job: Callable[..., Any], *args: Any) -> Any:
+        raise KeyboardInterrupt
 
 
 def test_an_interrupted_job_here_is_not_lost() -> None:
@@ -176,7 +185,7 @@ def test_an_interrupted_job_here_is_not_lost() -> None:
 
 
 def test_an_interrupted_worker_job_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "_shared_pool", lambda workers: _InterruptedPool())
+    monkeypatch.setattr(parallel, "_shared_pool", lambda workers, in_threads: _InterruptedPool())
     queue = parallel._WorkQueue(1)
     key = queue.put(_interrupted)
     for _ in range(2000):  # let the feeder take the job and hear back from its worker
@@ -187,3 +196,26 @@ def test_an_interrupted_worker_job_reaches_the_caller(monkeypatch: pytest.Monkey
     with pytest.raises(KeyboardInterrupt):
         queue.result(key)
     queue.close()
+
+
+@pytest.mark.parametrize("path", ["numpy", "numba"])
+def test_the_first_job_chooses_threads_or_processes(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice follows the path for the first job's input, asked once per stream (the
+    engine makes its own choice: numba itself is never needed here)."""
+    asked: list[int] = []
+
+    def compiled_path(nbytes: int) -> bool:
+        asked.append(nbytes)
+        return path == "numba"
+
+    monkeypatch.setattr(parallel, "_compiled_path", compiled_path)
+    pools = record_pools(monkeypatch)
+    pipeline = parallel.FramePipeline(resolve_params(5, block_size=3000), 2)
+    parts = chunks(4, 20_000)
+    finished = []
+    for part in parts:
+        finished += pipeline.add(part)
+    finished += pipeline.finish()
+    assert asked == [len(parts[0])]
+    assert pools and {in_threads for _, in_threads in pools} == {path == "numba"}
+    assert [length for _, _, length in finished] == [len(part) for part in parts]

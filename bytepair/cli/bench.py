@@ -84,7 +84,7 @@ class Codec:
     """A named pair of one-shot functions; the benchmark knows codecs by these only.
 
     ``warm_up`` is how many bytes its untimed first round trip takes: enough to
-    start whatever the codec starts on first use (worker processes, for
+    start whatever the codec starts on first use (workers, for
     ``threads`` other than 1), so that no timed run pays for it.
     """
 
@@ -318,7 +318,7 @@ def default_codecs(levels: Sequence[int], threads: Sequence[int] = (1,)) -> list
             f"bytepair-{level}" + ("" if n_threads == 1 else f"-T{n_threads}"),
             functools.partial(compress, level=level, threads=n_threads),
             decompress,
-            # a share of MIN_SHARE bytes for every process starts every worker
+            # a share of MIN_SHARE bytes for every worker starts every worker
             WARM_UP_BYTES if n_threads == 1 else resolve_threads(n_threads) * MIN_SHARE,
         )
         for level in levels
@@ -455,6 +455,18 @@ def _warm_up_input(data: bytes, size: int) -> bytes:
     return (data * -(-size // len(data)))[:size]
 
 
+def kernels_in_use() -> str:
+    """Which path bytepair's runs take here (``BYTEPAIR_KERNELS`` and numba decide), as the
+    table's header says it: ``numba 0.68.1``, ``numpy``, or in ``auto`` mode the size
+    under which numpy runs instead."""
+    from ..core import jit
+
+    name = jit.kernels_name()
+    if name != "numpy" and jit.requested() == "auto":
+        return f"{name} (numpy below {jit.MIN_COMPILED_BYTES} bytes)"
+    return name
+
+
 def machine_info() -> dict[str, Any]:
     """What a reader needs to compare two result files: software versions and the CPU."""
     from .. import __version__
@@ -462,6 +474,7 @@ def machine_info() -> dict[str, Any]:
     zstd = _zstandard()
     return {
         "bytepair": __version__,
+        "kernels": kernels_in_use(),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "numpy": np.__version__,
@@ -512,7 +525,8 @@ def format_table(result: BenchResult, per_file: bool) -> str:
     m = result.machine
     total = sum(size for _, size in result.files)
     lines = [
-        f"bytepair {m['bytepair']} round trip: {len(result.files)} files, {total} bytes; "
+        f"bytepair {m['bytepair']} round trip, kernels: {m.get('kernels', 'numpy')}; "
+        f"{len(result.files)} files, {total} bytes; "
         f"median time of {result.runs} run{'' if result.runs == 1 else 's'}; "
         "MB = 10^6 bytes; ratio = compressed / size; "
         f"Python {m['python']}, numpy {m['numpy']}, {m['platform']}, {m['cpu_count']} CPUs",

@@ -82,6 +82,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
+class _Version(argparse.Action):
+    """``-V``: the version, then the kernels large inputs take here (asked only now:
+    other commands never pay for finding out)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> NoReturn:
+        from ..core.jit import kernels_name
+
+        sys.stdout.write(f"{PROG} {__version__}\nkernels: {kernels_name()}\n")
+        parser.exit()
+
+
 def _counter(what: str, least: int, meaning: str = "") -> Callable[[str], int]:
     """An argparse type for a whole number of *what*, at least *least*."""
 
@@ -161,13 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_threads,
         default=1,
         metavar="N",
-        help="compress with N worker processes (0: one per core; default 1); with -b, benchmark that",
+        help="compress with N workers (threads with the compiled kernels, else processes; "
+        "0: one per core; default 1); with -b, benchmark that",
     )
     comp.add_argument("--runs", type=_runs, metavar="N", help=f"with -b: runs per input and codec ({BENCH_RUNS})")
     msg = parser.add_argument_group("messages")
     msg.add_argument("-v", "--verbose", action="count", default=0, help="say what was done to each file")
     msg.add_argument("-q", "--quiet", action="count", default=0, help="no progress line")
-    msg.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
+    msg.add_argument("-V", "--version", action=_Version, help="show the version and the kernels in use, and exit")
     return parser
 
 

@@ -1,33 +1,38 @@
 """Compressing on several cores.
 
-Frames are independent: while this process encodes frames, ``threads - 1``
-worker processes encode others, whole, so that the work of a frame that cannot
-be split (cutting blocks, escapes, packing) is spread too. Work waits in one
-queue, oldest first, and goes to whoever is free: a feeder thread per worker
-hands its worker the next item the moment the worker is done, and this process
-takes items itself while more are waiting than the feeders will take next. So
-no worker waits for this process to finish a frame, and nothing waits inside
-the pool, where it could no longer be taken back. Blocks are independent as
-well: a frame with no other after it (the last of a stream, or the only one) is
-split into shares of blocks, one per engine batch and at least one per process,
-the last of them in one piece per process (``share_edges``), which go through
-the same queue, and assembled here. The engine makes many short numpy calls and
-holds the GIL most of the time, so threads would not scale. Frames smaller than
-``MIN_SHARE`` per worker are encoded here: starting work elsewhere would cost
-more than it saves.
+Frames are independent: while this thread encodes frames, ``threads - 1``
+workers encode others, whole, so that the work of a frame that cannot be split
+(cutting blocks, escapes, packing) is spread too. Work waits in one queue,
+oldest first, and goes to whoever is free: a feeder thread per worker hands its
+worker the next item the moment the worker is done, and this thread takes items
+itself while more are waiting than the feeders will take next. So no worker
+waits for this thread to finish a frame, and nothing waits inside a pool, where
+it could no longer be taken back. Blocks are independent as well: a frame with
+no other after it (the last of a stream, or the only one) is split into shares
+of blocks, one per engine batch and at least one per worker, the last of them
+in one piece per worker (``share_edges``), which go through the same queue, and
+assembled here. Frames smaller than ``MIN_SHARE`` per worker are encoded here:
+starting work elsewhere would cost more than it saves.
+
+What a worker is depends on the path ``core.jit`` chooses for the stream's first
+job. The compiled kernels release the GIL, so on that path the workers are
+threads of this process, kept for its life: nothing is pickled or copied. The
+numpy engine makes many short numpy calls and holds the GIL most of the time,
+so there the workers are processes (``workers``), which never import the
+caller's ``__main__``: a script without a main guard, ``python -``, ``python -c``,
+an interactive session and a notebook all get their output. Either way the
+output is the same bytes for every thread count.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
-import multiprocessing
 import os
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +40,9 @@ import numpy.typing as npt
 from ..container.codec import encode_frame, run_engine
 from ..core.engine import EncodedBlocks, batch_edges
 from ..core.params import Params
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["MIN_SHARE", "Finished", "FramePipeline", "resolve_threads", "share_edges"]
 
@@ -45,8 +53,8 @@ MIN_TAIL_SHARE = 1 << 17
 """Least input (128 KiB) of a piece of a frame's last share (see ``share_edges``)."""
 
 SPARE_FRAMES = 1
-"""Frames left waiting per worker while this process encodes one: a worker that is
-done before this process takes the next at once."""
+"""Frames left waiting per worker while the caller's thread encodes one: a worker that
+is done before it takes the next at once."""
 
 
 def resolve_threads(threads: int) -> int:
@@ -63,29 +71,63 @@ def resolve_threads(threads: int) -> int:
     return threads
 
 
-_pools: dict[int, ProcessPoolExecutor] = {}
+class _Place(Protocol):
+    """Where a feeder's jobs run: ``run`` returns the job's result or raises its exception."""
+
+    def run(self, job: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class _Threads:
+    """Worker threads for the compiled path, kept for the life of the process (and with
+    them the scratch arrays each thread keeps: fresh pages cost faults)."""
+
+    def __init__(self, workers: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor  # imported on first use: start-up stays short
+
+        self.pool: ThreadPoolExecutor = ThreadPoolExecutor(workers, thread_name_prefix="bytepair-worker")
+
+    def run(self, job: Callable[..., Any], *args: Any) -> Any:
+        return self.pool.submit(job, *args).result()
+
+
+_thread_pools: dict[int, _Threads] = {}
 _pools_lock = threading.Lock()
 
 
-def _shared_pool(workers: int) -> ProcessPoolExecutor:
-    """One pool per size for the life of the process: starting workers costs ~0.3 s."""
+def _shared_pool(workers: int, in_threads: bool) -> _Place:
+    """Threads (one pool per size) or the process's worker processes, for the life of the
+    process: starting a worker process costs ~0.3 s."""
+    if not in_threads:
+        from .workers import shared_workers
+
+        return shared_workers()
     with _pools_lock:
-        pool = _pools.get(workers)
+        pool = _thread_pools.get(workers)
         if pool is None:
-            context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-            pool = _pools[workers] = ProcessPoolExecutor(workers, mp_context=context)
+            pool = _thread_pools[workers] = _Threads(workers)
         return pool
 
 
+def _forget_threads_in_child() -> None:
+    """A forked child has none of its parent's threads: its pools would wait for them forever."""
+    global _pools_lock
+    _pools_lock = threading.Lock()
+    _thread_pools.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_threads_in_child)
+
+
 def share_edges(bounds: npt.NDArray[np.int64], workers: int) -> list[int]:
-    """Where to cut the blocks ``bounds`` delimit (from 0) into shares for *workers* processes.
+    """Where to cut the blocks ``bounds`` delimit (from 0) into shares for *workers* workers.
 
     As many shares of about equal bytes as the engine would take batches for the
     whole (``batch_edges``: sharing then costs no more engine steps), and at least
-    one per process, none under ``MIN_SHARE`` bytes. Shares go to whoever is free,
-    so more of them than processes even out the end: content, not size, sets
+    one per worker, none under ``MIN_SHARE`` bytes. Shares go to whoever is free,
+    so more of them than workers even out the end: content, not size, sets
     what a share costs. When there are more, the last share, which would run
-    alone while the other processes wait, goes out as one piece per process
+    alone while the other workers wait, goes out as one piece per worker
     (none under ``MIN_TAIL_SHARE`` bytes): one engine batch more, for an end
     about half a share sooner.
     """
@@ -99,6 +141,13 @@ def share_edges(bounds: npt.NDArray[np.int64], workers: int) -> list[int]:
     targets = np.cumsum(weights[:-1]) * (size / weights.sum())
     edges: list[int] = np.unique(np.concatenate(([0], np.searchsorted(bounds, targets), [len(bounds) - 1]))).tolist()
     return edges
+
+
+def _compiled_path(nbytes: int) -> bool:
+    """Whether the compiled kernels run for an input of *nbytes* (``jit.use_numba``)."""
+    from ..core import jit  # imported on first use: small inputs never reach here
+
+    return jit.use_numba(nbytes)
 
 
 def _engine_job(data: bytes | npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
@@ -122,12 +171,14 @@ class _Failed(NamedTuple):
 class _WorkQueue:
     """Jobs not yet started by anyone, and the results of those done.
 
-    Shared by this process's thread and one feeder thread per worker process, under
-    one lock. A job is a module-level function and its arguments, so that it runs
-    the same here or in a worker.
+    Shared by the caller's thread and one feeder thread per worker, under one lock.
+    A job is a module-level function and its arguments, so that it runs the same
+    here, in a thread or in a worker process.
     """
 
     def __init__(self, n_feeders: int) -> None:
+        self.in_threads = False
+        """Whether the feeders' workers are threads (set before the first ``put``) or processes."""
         self.cond = threading.Condition()
         self.waiting: collections.deque[tuple[int, Callable[..., Any], tuple[Any, ...]]] = collections.deque()
         self.done: dict[int, Any] = {}
@@ -202,8 +253,8 @@ class _WorkQueue:
                     return
                 key, job, args = self.waiting.popleft()
             try:
-                outcome = _shared_pool(self.n_feeders).submit(job, *args).result()
-            except BaseException as exc:  # no pool, a broken one, the job's own error: never lose a job
+                outcome = _shared_pool(self.n_feeders, self.in_threads).run(job, *args)
+            except BaseException as exc:  # no pool, the job's own error: never lose a job
                 outcome = _Failed(exc)
             self._settle(key, outcome)
 
@@ -220,17 +271,18 @@ class FramePipeline:
 
     Each frame is held until the next one arrives (or the stream ends), so that
     the last frame is known to be last: its blocks are shared among the
-    processes, while the others go whole to whoever is free. At most about
-    ``2 * threads + 2`` frames are in memory.
+    workers, while the others go whole to whoever is free. At most about
+    ``2 * threads + 2`` frames are in memory, on either path.
     """
 
     def __init__(self, params: Params, threads: int) -> None:
         self.params = params
         self.workers = resolve_threads(threads)
-        """Processes, this one included."""
+        """Workers (threads or processes), the caller's thread included."""
         self._held: bytes | None = None
         self._order: collections.deque[tuple[int, int]] = collections.deque()  # (key, length), in stream order
         self._queue: _WorkQueue | None = None
+        self._chosen = False
         if self.workers > 1:
             self._queue = _WorkQueue(self.workers - 1)
             weakref.finalize(self, self._queue.close)
@@ -242,7 +294,7 @@ class FramePipeline:
             frame, crc = encode_frame(np.frombuffer(chunk, dtype=np.uint8), self.params)
             return [(frame, crc, len(chunk))]
         if self._held is not None:
-            self._order.append((queue.put(_frame_job, self._held, self.params), len(self._held)))
+            self._order.append((self._put(_frame_job, self._held, self.params), len(self._held)))
         self._held = bytes(chunk)
         # leave waiting frames for the workers to take when free; encode the rest here
         while queue.run_one_here(unless_at_most=SPARE_FRAMES * queue.n_feeders):
@@ -269,10 +321,19 @@ class FramePipeline:
         assert self._queue is not None
         cuts = share_edges(bounds, self.workers)
         keys = [
-            self._queue.put(_engine_job, data[bounds[a] : bounds[b]], bounds[a : b + 1] - bounds[a], params)
+            self._put(_engine_job, data[bounds[a] : bounds[b]], bounds[a : b + 1] - bounds[a], params)
             for a, b in itertools.pairwise(cuts)
         ]
         return EncodedBlocks.concatenate([self._queue.result(key) for key in keys])
+
+    def _put(self, job: Callable[..., Any], data: bytes | npt.NDArray[np.uint8], *args: Any) -> int:
+        """Queue *job* on *data*; the first job chooses the workers: threads when the
+        compiled kernels run for it (``jit.use_numba``), processes otherwise."""
+        assert self._queue is not None
+        if not self._chosen:
+            self._queue.in_threads = _compiled_path(len(data))
+            self._chosen = True
+        return self._queue.put(job, data, *args)
 
     def _finished(self, *, keep: int) -> list[Finished]:
         """The frames done at the head of the stream, waiting for (and helping with) the

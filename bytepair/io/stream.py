@@ -128,7 +128,8 @@ class BytePairCompressor:
 
     Input is buffered until a frame's worth (2 MiB) is there; ``flush()`` ends
     the stream. With ``threads`` other than 1, frames are encoded by that many
-    processes at once (0 = one per core), and the last one block by block by all
+    workers at once (0 = one per core; threads on the compiled path, processes on
+    the numpy path), and the last one block by block by all
     of them; a frame's output then comes one call later than without threads,
     and the output is the same. One object must not be used by several
     threads at once: a second concurrent call raises ``RuntimeError``.
