@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import os
 import time
 
@@ -525,7 +526,7 @@ def test_table_encoding_round_trips(pairs: dict[int, tuple[int, int]]) -> None:
     """Any code map (cycles included) packs to a table his reader parses back to the same map."""
     pairs = {c: (left, right) for c, (left, right) in pairs.items() if left != c}
     table = block(pairs, b"")
-    parsed = gage._parse(table)
+    parsed, _ = gage._parse(table)
     assert len(parsed.n_codes) == 1
     got = dict(zip(parsed.code.tolist(), zip(parsed.left.tolist(), parsed.right.tolist(), strict=True), strict=True))
     assert got == pairs
@@ -560,3 +561,37 @@ def test_speed_of_shared_decoder() -> None:
     start = time.perf_counter()
     assert gage.decompress(packed) == data
     assert time.perf_counter() - start < 2
+
+
+# -- reading in pieces (the command line's -d and -t) ---------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=st.lists(st.integers(0, 1 << 16), max_size=8), name=st.sampled_from(["fields.c.bin", "obj1.bin"]))
+def test_iter_decompress_in_any_pieces_gives_the_file(cuts: list[int], name: str) -> None:
+    original, packed = vector(name)
+    bounds = sorted({0, len(packed), *(c % (len(packed) + 1) for c in cuts)})
+    pieces = [packed[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    assert b"".join(gage.iter_decompress(pieces)) == original
+
+
+def test_iter_decompress_yields_output_before_a_cut_block() -> None:
+    """Blocks before the damage come out; the cut block raises as the one-shot reader does, numbered alike."""
+    packed = gage.compress(SAMPLE, block_size=200)
+    blocks = read_blocks(packed)
+    cut = len(packed) - len(blocks[-1].payload) // 2
+    got = []
+    with pytest.raises(TruncatedDataError) as one_shot:
+        gage.decompress(packed[:cut])
+    with pytest.raises(TruncatedDataError) as in_pieces:
+        for out in gage.iter_decompress(packed[lo : min(lo + 97, cut)] for lo in range(0, cut, 97)):
+            got.append(bytes(out))
+    assert str(in_pieces.value) == str(one_shot.value)
+    assert SAMPLE.startswith(b"".join(got)) and len(b"".join(got)) > len(SAMPLE) // 2
+
+
+def test_iter_decompress_max_length_counts_across_pieces() -> None:
+    packed = gage.compress(SAMPLE, block_size=200)
+    with pytest.raises(OutputLimitError):
+        b"".join(gage.iter_decompress([packed[:500], packed[500:]], max_length=len(SAMPLE) - 1))
+    assert b"".join(gage.iter_decompress([packed[:500], packed[500:]], max_length=len(SAMPLE))) == SAMPLE
