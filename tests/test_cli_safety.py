@@ -281,3 +281,15 @@ def test_names_that_are_not_utf8_are_shown_as_a_shell_shows_them(tmp_path: Path)
     said = proc.stderr.decode()
     assert said.startswith("bytepair: caf\\xe9-\\xff: 14 -> ") and said.rstrip().endswith(", caf\\xe9-\\xff.bp")
     assert os.path.exists(os.path.join(os.fsencode(tmp_path), name + b".bp"))
+
+
+def test_names_that_are_not_utf8_in_bench_and_explain(tmp_path: Path) -> None:
+    name = b"caf\xe9"
+    with open(os.path.join(os.fsencode(tmp_path), name), "wb") as f:
+        f.write(DATA)
+    proc = run("-b", "--runs", "1", name, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert b"| caf\\xe9 | bytepair-5 |" in proc.stdout and b"\\udc" not in proc.stdout
+    proc = run("explain", "--file", b"missing\xff", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert proc.stderr.decode().startswith("bytepair explain: cannot read missing\\xff: ")

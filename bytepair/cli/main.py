@@ -27,6 +27,7 @@ from ..container.listing import Listing, list_streams
 from ..io.atomic import FdWriter, atomic_output
 from ..io.pipe import Write, compress_file, decompress_file, gage_compress_file, gage_decompress_file
 from ..io.stream import BytePairCompressor
+from .names import shown
 from .progress import Progress
 
 __all__ = ["main"]
@@ -273,12 +274,6 @@ def _signals() -> Iterator[None]:
     finally:
         for signum, handler in saved.items():
             signal.signal(signum, handler)
-
-
-def shown(name: str) -> str:
-    """A file name as a shell shows it: bytes that are not valid in the file system's
-    encoding (Python holds them as lone surrogates, printed ``\\udcff``) as ``\\xff``."""
-    return os.fsencode(name).decode(sys.getfilesystemencoding(), "backslashreplace")
 
 
 def _label(name: str) -> str:
