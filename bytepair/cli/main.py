@@ -137,7 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--rm", dest="remove", action="store_true", help="remove each input once its output is complete and on disk"
     )
     out.add_argument(
-        "-f", "--force", action="store_true", help="overwrite existing files; write compressed data to a terminal"
+        "-f",
+        "--force",
+        action="store_true",
+        help="overwrite existing files; read symbolic links, FIFOs and devices; --rm files with other links; "
+        "write compressed data to a terminal",
     )
     out.add_argument(
         "-S",
