@@ -172,6 +172,16 @@ def test_every_block_runs_or_says_why(path: Path) -> None:
     )
 
 
+def test_readme_is_a_front_door() -> None:
+    """Short enough to read in five minutes, and it starts a newcomer with the two commands."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 250
+    assert 'python3 -m pip install ".[fast,test]" && python3 benchmarks/roundtrip.py --runs 1 --no-per-file' in text
+    assert 'python3 -m pip install ".[test]"' in text
+    assert "$ python3 -m pytest" in text
+    assert "## Differences from `lzma`" in text
+
+
 def test_there_are_docs_to_check() -> None:
     assert REPO / "README.md" in DOCS
     assert any(b.runs for b in blocks(REPO / "README.md"))
