@@ -42,7 +42,7 @@ from tests.helpers import REPO
 
 TIMEOUT = 120
 DOCS = sorted([REPO / "README.md", *(REPO / "docs").glob("**/*.md")])
-FENCE = re.compile(r"^```(\S*)[ \t]*(.*)$")
+FENCE = re.compile(r"^([ \t]*)```(\S*)[ \t]*(.*)$")  # indented too, as inside a list item
 CHECKER = doctest.OutputChecker()
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -74,14 +74,15 @@ def blocks(path: Path) -> list[Block]:
             i += 1
             continue
         start = i
+        indent = opened.group(1)
         i += 1
         body = []
-        while i < len(lines) and not lines[i].startswith("```"):
-            body.append(lines[i])
+        while i < len(lines) and not lines[i].lstrip().startswith("```"):
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip())
             i += 1
         if i == len(lines):
             raise AssertionError(f"{path.name}:{start + 1}: code block never closed")
-        found.append(Block(opened.group(1), opened.group(2).split(), "\n".join(body) + "\n", start + 1))
+        found.append(Block(opened.group(2), opened.group(3).split(), "\n".join(body) + "\n", start + 1))
         i += 1
     return found
 
@@ -215,6 +216,7 @@ def test_blocks_and_commands_are_parsed_as_documented(tmp_path: Path) -> None:
     doc.write_text(
         "text\n```python\nx = 1\n```\n```python no-run\nboom\n```\n```sh\nrm -rf /\n```\n"
         "```console requires=numpy\n$ echo a \\\n  b\na b\n$ false\n[exit 1]\n$ true\n```\n"
+        "* a list item:\n\n  ```python\n  y = 2\n  ```\n"
     )
     found = blocks(doc)
     assert [(b.lang, b.runs, b.line) for b in found] == [
@@ -222,7 +224,9 @@ def test_blocks_and_commands_are_parsed_as_documented(tmp_path: Path) -> None:
         ("python", False, 5),
         ("sh", False, 8),
         ("console", True, 11),
+        ("python", True, 21),
     ]
+    assert found[4].text == "y = 2\n"
     assert found[3].requires == ["numpy"]
     assert commands(found[3]) == [
         Command("echo a  b", 12, "a b\n", 0),
