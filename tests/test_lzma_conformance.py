@@ -611,3 +611,16 @@ def test_copy_is_refused(tmp_path: Path, how: object) -> None:
     for obj in stream_objects(tmp_path):
         with pytest.raises(TypeError, match="holds a stream in progress"):
             how(obj)
+
+
+def test_what_a_seek_before_the_damage_decodes() -> None:
+    """After whole streams, trailing garbage leaves every size proven by end records: a seek decodes
+    one frame. In a cut stream the sizes before the target are proven by decoding those frames."""
+    with BytePairFile(io.BytesIO(MULTI + BOGUS)) as f:
+        f.seek(len(INPUT) - 10)
+        assert f.read(10) == INPUT[-10:]
+        assert f.frames_decoded == 1
+    with BytePairFile(io.BytesIO(CUT)) as f:
+        f.seek(BEFORE - 10)
+        assert f.read(10) == INPUT[BEFORE - 10 : BEFORE]
+        assert f.frames_decoded == BEFORE // FRAME

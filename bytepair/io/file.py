@@ -337,7 +337,9 @@ class _Reader:
         try:
             self.map.map_all()
         except BytePairError as exc:
-            if not isinstance(exc, TruncatedDataError) and self.map.in_stream:
+            if not self.map.in_stream:
+                return  # the damage follows whole streams, each checked against its end record
+            if not isinstance(exc, TruncatedDataError):
                 raise
             while self._verified < index:
                 self._decode(self._verified)
