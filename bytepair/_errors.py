@@ -25,8 +25,12 @@ class CorruptDataError(BytePairError):
     """The data is not a valid stream: a field is out of range or a checksum fails."""
 
 
-class TruncatedDataError(CorruptDataError):
-    """The data ends before the stream does."""
+class TruncatedDataError(CorruptDataError, EOFError):
+    """The data ends before the stream does.
+
+    Also an ``EOFError``, as ``lzma``, ``bz2`` and ``gzip`` report truncated input,
+    so code written for them catches it unchanged.
+    """
 
 
 class OutputLimitError(BytePairError):

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +64,7 @@ __all__ = [
     "MAX_STACK",
     "compress",
     "decompress",
+    "iter_decompress",
 ]
 
 DEFAULT_BLOCK_SIZE = 16384
@@ -249,8 +251,19 @@ class _Parsed:
     payload_len: npt.NDArray[np.int64]
 
 
-def _parse(buf: bytes) -> _Parsed:
-    """Walk the blocks as Gage's expander does, refusing what would make it loop or overrun."""
+class _Incomplete(Exception):
+    """The data so far ends inside a block: more may come (``_parse`` with ``final=False``)."""
+
+
+def _parse(buf: bytes, final: bool = True, first_block: int = 0) -> tuple[_Parsed, int]:
+    """Walk the blocks as Gage's expander does, refusing what would make it loop or overrun.
+
+    Returns the blocks and the offset where the last whole one ends. With *final*
+    false a cut inside the last block is not an error: that block is left for a
+    call with more data (the format has no lengths, so a reader fed in pieces
+    finds the end of a block only by parsing it). *first_block* numbers the
+    blocks in messages.
+    """
     n = len(buf)
     codes = bytearray()
     lefts = bytearray()
@@ -260,59 +273,73 @@ def _parse(buf: bytes) -> _Parsed:
     sizes: list[int] = []
     pos = 0
     while pos < n:
-        block = len(starts)
+        block = first_block + len(starts)
+        block_at = pos
         first_code = len(codes)
-        if buf.startswith(EMPTY_TABLE, pos):
-            pos += len(EMPTY_TABLE)
-        else:
-            c = 0
-            while True:
-                if pos >= n:
-                    raise TruncatedDataError(f"block {block}: data ends inside the pair table, at code {c}")
-                count = buf[pos]
-                pos += 1
-                if count > 127:
-                    c += count - 127
-                    if c >= 256:
-                        if c > 256:
-                            raise CorruptDataError(f"block {block}: pair table runs past code 255 (to {c - 1})")
-                        break
-                    count = 0
-                elif c + count > 255:
-                    raise CorruptDataError(f"block {block}: pair table runs past code 255 (to {c + count})")
-                end = c + count + 1
-                while c < end:
+        try:
+            if buf.startswith(EMPTY_TABLE, pos):
+                pos += len(EMPTY_TABLE)
+            else:
+                c = 0
+                while True:
                     if pos >= n:
-                        raise TruncatedDataError(f"block {block}: data ends inside the pair table, at code {c}")
-                    left = buf[pos]
+                        raise _cut(final, block_at, f"block {block}: data ends inside the pair table, at code {c}")
+                    count = buf[pos]
                     pos += 1
-                    if left != c:
+                    if count > 127:
+                        c += count - 127
+                        if c >= 256:
+                            if c > 256:
+                                raise CorruptDataError(f"block {block}: pair table runs past code 255 (to {c - 1})")
+                            break
+                        count = 0
+                    elif c + count > 255:
+                        raise CorruptDataError(f"block {block}: pair table runs past code 255 (to {c + count})")
+                    end = c + count + 1
+                    while c < end:
                         if pos >= n:
-                            raise TruncatedDataError(f"block {block}: data ends inside the pair table, at code {c}")
-                        codes.append(c)
-                        lefts.append(left)
-                        rights.append(buf[pos])
+                            raise _cut(final, block_at, f"block {block}: data ends inside the pair table, at code {c}")
+                        left = buf[pos]
                         pos += 1
-                    c += 1
-                if c == 256:
-                    break
-        if pos + 2 > n:
-            raise TruncatedDataError(f"block {block}: data ends inside the packed size")
-        size = buf[pos] << 8 | buf[pos + 1]
-        pos += 2
-        if pos + size > n:
-            raise TruncatedDataError(f"block {block}: packed size is {size} bytes, only {n - pos} left")
-        n_codes.append(len(codes) - first_code)
-        starts.append(pos)
-        sizes.append(size)
-        pos += size
+                        if left != c:
+                            if pos >= n:
+                                raise _cut(
+                                    final, block_at, f"block {block}: data ends inside the pair table, at code {c}"
+                                )
+                            codes.append(c)
+                            lefts.append(left)
+                            rights.append(buf[pos])
+                            pos += 1
+                        c += 1
+                    if c == 256:
+                        break
+            if pos + 2 > n:
+                raise _cut(final, block_at, f"block {block}: data ends inside the packed size")
+            size = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if pos + size > n:
+                raise _cut(final, block_at, f"block {block}: packed size is {size} bytes, only {n - pos} left")
+            n_codes.append(len(codes) - first_code)
+            starts.append(pos)
+            sizes.append(size)
+            pos += size
+        except _Incomplete:  # the last block is not all there yet: leave it for the next call
+            del codes[first_code:], lefts[first_code:], rights[first_code:]
+            pos = block_at
+            break
 
     def column(values: bytearray | list[int]) -> npt.NDArray[np.int64]:
         if isinstance(values, bytearray):
             return np.frombuffer(values, dtype=np.uint8).astype(np.int64)
         return np.asarray(values, dtype=np.int64)
 
-    return _Parsed(column(n_codes), column(codes), column(lefts), column(rights), column(starts), column(sizes))
+    parsed = _Parsed(column(n_codes), column(codes), column(lefts), column(rights), column(starts), column(sizes))
+    return parsed, pos
+
+
+def _cut(final: bool, block_at: int, message: str) -> Exception:
+    """The error for data that ends inside the block starting at *block_at*."""
+    return TruncatedDataError(message) if final else _Incomplete(block_at)
 
 
 def _order_codes(
@@ -373,14 +400,20 @@ def _decode_run(
     last: int,
     produced: int,
     max_length: int | None,
-) -> list[npt.NDArray[np.uint8]]:
-    """Validate blocks ``first..last-1``, then expand them, a few MiB of output per ``expand`` call."""
+    base: int,
+) -> Iterator[npt.NDArray[np.uint8]]:
+    """Validate blocks ``first..last-1``, then expand them, yielding a few MiB of output per ``expand`` call.
+
+    Output is yielded as it is made, never gathered: a few table bytes may spell a
+    MiB of output, so a run of blocks may expand to gigabytes. *base* is the
+    number of the file's first block in *p*, for messages.
+    """
     nb = last - first
     n_codes = p.n_codes[first:last]
     c_lo, c_hi = int(code_start[first]), int(code_start[last])
     blk = np.repeat(np.arange(nb, dtype=np.int64), n_codes)
     code, left, right = p.code[c_lo:c_hi], p.left[c_lo:c_hi], p.right[c_lo:c_hi]
-    level, length = _order_codes(nb, blk, code, left, right, first)
+    level, length = _order_codes(nb, blk, code, left, right, base + first)
 
     payload_len = p.payload_len[first:last]
     symbols = buf[concat_ranges(p.payload_start[first:last], payload_len)]
@@ -390,12 +423,12 @@ def _decode_run(
     cumulative_sum(sym_len, out=ends[1:])
     orig_len = np.diff(ends[np.concatenate(([0], np.cumsum(payload_len)))])
     if max_length is not None and produced + int(orig_len.sum()) > max_length:
-        raise OutputLimitError(f"output would exceed max_length={max_length} bytes (block {first} onwards)")
+        raise OutputLimitError(f"output would exceed max_length={max_length} bytes (block {base + first} onwards)")
     too_big = orig_len > MAX_BLOCK_OUTPUT  # lengths are clamped just above this, so sums stay small
     if too_big.any():
         b = int(np.argmax(too_big))
         raise CorruptDataError(
-            f"block {first + b}: expands to more than {MAX_BLOCK_OUTPUT} bytes, more than any writer makes"
+            f"block {base + first + b}: expands to more than {MAX_BLOCK_OUTPUT} bytes, more than any writer makes"
         )
     # bytes the codes spell out beyond what the fast decoder allows per output byte: a
     # batch may hold NODE_SLACK of them; a block with more (our writer makes none)
@@ -420,15 +453,14 @@ def _decode_run(
             right=right8[merges],
             payload_len=payload_len[sel],
             payload=symbols[concat_ranges(sym_lo[sel], payload_len[sel])],
-            first_block=first + int(sel[0]),
+            first_block=base + first + int(sel[0]),
         )
 
-    out: list[npt.NDArray[np.uint8]] = []
     sizes = orig_len.tolist()
     b = 0
     while b < nb:
         if excess[b] > NODE_SLACK:
-            out.append(np.frombuffer(expand_reference(tables(np.array([b]))), dtype=np.uint8))
+            yield np.frombuffer(expand_reference(tables(np.array([b]))), dtype=np.uint8)
             b += 1
             continue
         stop, size, slack = b, 0, 0
@@ -440,9 +472,8 @@ def _decode_run(
             stop += 1
         sel = np.arange(b, stop)[payload_len[b:stop] > 0]  # empty blocks expand to nothing
         if len(sel):
-            out.append(expand(tables(sel)))
+            yield expand(tables(sel))
         b = stop
-    return out
 
 
 def decompress(data: object, *, max_length: int | None = None) -> bytes:
@@ -452,24 +483,54 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     ``TruncatedDataError`` for a file cut inside a block and ``CorruptDataError``
     for tables Gage's expander would loop on or overrun.
     """
+    return b"".join(iter_decompress([data], max_length=max_length))
+
+
+def iter_decompress(pieces: Iterable[object], *, max_length: int | None = None) -> Iterator[memoryview]:
+    """Expand a Gage-format file that comes in *pieces* (bytes-like), yielding its output as it is made.
+
+    The file is parsed as its pieces arrive and every whole block is expanded at
+    once, a few MiB of output at a time, so memory is bounded by a piece, the
+    one block it ends inside and a few MiB, whatever the size of the output:
+    what the command line's ``-d`` and ``-t`` need, since a few kilobytes of
+    tables can describe gigabytes. Errors are those of :func:`decompress`, each
+    raised when the block it concerns is reached; output before it has been
+    yielded already.
+    """
     if max_length is not None:
         max_length = operator.index(max_length)
         if max_length < 0:
             raise ValueError(f"max_length must be non-negative or None, got {max_length}")
-    raw = bytes(as_byte_view(data))
-    parsed = _parse(raw)
+    pending = b""
+    produced = 0
+    blocks = 0
+    for piece in pieces:
+        view = as_byte_view(piece)
+        if not len(view):
+            continue
+        pending = pending + bytes(view) if pending else bytes(view)
+        parsed, end = _parse(pending, final=False, first_block=blocks)
+        for out in _expand(pending, parsed, blocks, produced, max_length):
+            produced += len(out)
+            yield out
+        blocks += len(parsed.n_codes)
+        pending = pending[end:]
+    parsed, _ = _parse(pending, final=True, first_block=blocks)
+    for out in _expand(pending, parsed, blocks, produced, max_length):
+        yield out
+
+
+def _expand(raw: bytes, parsed: _Parsed, base: int, produced: int, max_length: int | None) -> Iterator[memoryview]:
+    """The output of every block in *parsed*, in runs of a few MiB of payload."""
     buf = np.frombuffer(raw, dtype=np.uint8)
     code_start = np.concatenate(([0], np.cumsum(parsed.n_codes)))
     nb = len(parsed.n_codes)
-    parts: list[npt.NDArray[np.uint8]] = []
-    produced = 0
     first = 0
     while first < nb:
         # a run of blocks whose payloads add up to a few MiB (each expands to at least its payload)
         last = int(np.searchsorted(parsed.payload_start, parsed.payload_start[first] + _CHUNK, side="left"))
         last = min(max(last, first + 1), nb, first + _CHUNK_BLOCKS)
-        for piece in _decode_run(buf, parsed, code_start, first, last, produced, max_length):
-            parts.append(piece)
+        for piece in _decode_run(buf, parsed, code_start, first, last, produced, max_length, base):
             produced += len(piece)
+            yield piece.data
         first = last
-    return b"".join([part.data for part in parts])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import bytepair
 from bytepair import gage
-from tests.helpers import GAGE_VECTORS, require_shared
+from tests.helpers import GAGE_VECTORS
 
 TEXT = b"the gage format has no header and no checksum, only blocks. " * 300
 
@@ -50,7 +50,7 @@ def test_format_gage_from_standard_input(tmp_path: Path) -> None:
 
 
 def test_gages_own_output_decodes(tmp_path: Path) -> None:
-    vector = require_shared(GAGE_VECTORS / "fields.c.bin.gage")
+    vector = GAGE_VECTORS / "fields.c.bin.gage"
     (tmp_path / "f.bpe").write_bytes(vector.read_bytes())
     result = run("-d", "f.bpe", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

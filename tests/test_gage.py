@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
+import itertools
 import os
 import time
 
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from bytepair import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, gage
 from bytepair.core.expand import expand_reference
 from bytepair.core.tables import PairTables
-from tests.helpers import CORPUS, GAGE_VECTORS, corpus_files, require_shared
+from tests.helpers import CORPUS, GAGE_VECTORS
 
 EMPTY_BLOCK = b"\xfe\x7f\xfe\xff\x00\x00"
 STACK = 30  # entries of the stack in Gage's expand.c
@@ -137,7 +139,7 @@ def check_gage_file(packed: bytes, original: bytes, *, ours: bool = True) -> lis
 
 
 def manifest() -> list[dict[str, str]]:
-    path = require_shared(GAGE_VECTORS / "MANIFEST")
+    path = GAGE_VECTORS / "MANIFEST"
     keys = ["name", "in_bytes", "in_sha256", "gage_bytes", "gage_sha256", "nblocks", "max_stack", "note", "blocks"]
     rows = []
     for line in path.read_text().splitlines():
@@ -147,13 +149,11 @@ def manifest() -> list[dict[str, str]]:
 
 
 def vector_names() -> list[str]:
-    if not (GAGE_VECTORS / "MANIFEST").exists():
-        return ["(absent)"]
     return [row["name"] for row in manifest()]
 
 
 def vector(name: str) -> tuple[bytes, bytes]:
-    source = require_shared(GAGE_VECTORS / name)
+    source = GAGE_VECTORS / name
     return source.read_bytes(), (GAGE_VECTORS / (name + ".gage")).read_bytes()
 
 
@@ -166,6 +166,15 @@ def test_gage_files_expand_exactly(name: str) -> None:
     assert gage.decompress(packed + EMPTY_BLOCK) == original
     if packed.endswith(EMPTY_BLOCK) and len(packed) > len(EMPTY_BLOCK):
         assert gage.decompress(packed[: -len(EMPTY_BLOCK)]) == original
+
+
+@pytest.mark.parametrize("name", vector_names())
+def test_vectors_are_the_ones_gage_made(name: str) -> None:
+    """The copy in testdata/gage is byte for byte what the MANIFEST describes."""
+    original, packed = vector(name)
+    row = next(r for r in manifest() if r["name"] == name)
+    assert (len(original), hashlib.sha256(original).hexdigest()) == (int(row["in_bytes"]), row["in_sha256"])
+    assert (len(packed), hashlib.sha256(packed).hexdigest()) == (int(row["gage_bytes"]), row["gage_sha256"])
 
 
 @pytest.mark.parametrize("name", vector_names())
@@ -201,7 +210,7 @@ def test_deep_chains_are_rewritten_for_his_stack() -> None:
 @pytest.mark.parametrize("name", ["debruijn65.bin", "debruijn64_ok.bin"])
 def test_compressor_hang_input(name: str) -> None:
     """More than 4096 distinct pairs in one block hang his compressor, not ours."""
-    original = require_shared(GAGE_VECTORS / "compressor-hangs" / name).read_bytes()
+    original = (GAGE_VECTORS / "compressor-hangs" / name).read_bytes()
     start = time.perf_counter()
     packed = gage.compress(original, block_size=5000)
     assert time.perf_counter() - start < 10
@@ -222,21 +231,25 @@ def test_no_worse_than_gage_on_his_corpus_vectors() -> None:
 # -- our writer -------------------------------------------------------------------
 
 
+CORPUS_MEMBERS_IN_VECTORS = ("alice29.txt", "kennedy.xls", "fields.c", "obj1")
+"""Corpus files among Gage's vectors (as NAME.bin): what the corpus test reads when ../shared is absent."""
+
+
 def corpus_params() -> list[tuple[str, str]]:
-    return [(c, n) for c in ("canterbury", "calgary") for n in _names(c)]
+    found = [(c, n) for c in ("canterbury", "calgary") for n in _names(c)]
+    return found or [("testdata/gage", name + ".bin") for name in CORPUS_MEMBERS_IN_VECTORS]
 
 
 def _names(corpus: str) -> list[str]:
     folder = CORPUS / corpus
-    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else ["(absent)"]
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
 @pytest.mark.parametrize(("corpus", "name"), corpus_params())
 def test_corpus_round_trip_meets_his_constraints(corpus: str, name: str) -> None:
-    path = next((p for p in corpus_files(corpus) if p.name == name), None)
-    if path is None:
-        pytest.skip(f"{corpus}/{name} is absent")
-    original = path.read_bytes()
+    """Every corpus file, or without ../shared the corpus files among Gage's vectors in testdata/gage."""
+    folder = GAGE_VECTORS if corpus == "testdata/gage" else CORPUS / corpus
+    original = (folder / name).read_bytes()
     packed = gage.compress(original)
     check_gage_file(packed, original)
     assert gage.decompress(packed) == original
@@ -517,7 +530,7 @@ def test_table_encoding_round_trips(pairs: dict[int, tuple[int, int]]) -> None:
     """Any code map (cycles included) packs to a table his reader parses back to the same map."""
     pairs = {c: (left, right) for c, (left, right) in pairs.items() if left != c}
     table = block(pairs, b"")
-    parsed = gage._parse(table)
+    parsed, _ = gage._parse(table)
     assert len(parsed.n_codes) == 1
     got = dict(zip(parsed.code.tolist(), zip(parsed.left.tolist(), parsed.right.tolist(), strict=True), strict=True))
     assert got == pairs
@@ -552,3 +565,37 @@ def test_speed_of_shared_decoder() -> None:
     start = time.perf_counter()
     assert gage.decompress(packed) == data
     assert time.perf_counter() - start < 2
+
+
+# -- reading in pieces (the command line's -d and -t) ---------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=st.lists(st.integers(0, 1 << 16), max_size=8), name=st.sampled_from(["fields.c.bin", "obj1.bin"]))
+def test_iter_decompress_in_any_pieces_gives_the_file(cuts: list[int], name: str) -> None:
+    original, packed = vector(name)
+    bounds = sorted({0, len(packed), *(c % (len(packed) + 1) for c in cuts)})
+    pieces = [packed[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    assert b"".join(gage.iter_decompress(pieces)) == original
+
+
+def test_iter_decompress_yields_output_before_a_cut_block() -> None:
+    """Blocks before the damage come out; the cut block raises as the one-shot reader does, numbered alike."""
+    packed = gage.compress(SAMPLE, block_size=200)
+    blocks = read_blocks(packed)
+    cut = len(packed) - len(blocks[-1].payload) // 2
+    got = []
+    with pytest.raises(TruncatedDataError) as one_shot:
+        gage.decompress(packed[:cut])
+    with pytest.raises(TruncatedDataError) as in_pieces:
+        for out in gage.iter_decompress(packed[lo : min(lo + 97, cut)] for lo in range(0, cut, 97)):
+            got.append(bytes(out))
+    assert str(in_pieces.value) == str(one_shot.value)
+    assert SAMPLE.startswith(b"".join(got)) and len(b"".join(got)) > len(SAMPLE) // 2
+
+
+def test_iter_decompress_max_length_counts_across_pieces() -> None:
+    packed = gage.compress(SAMPLE, block_size=200)
+    with pytest.raises(OutputLimitError):
+        b"".join(gage.iter_decompress([packed[:500], packed[500:]], max_length=len(SAMPLE) - 1))
+    assert b"".join(gage.iter_decompress([packed[:500], packed[500:]], max_length=len(SAMPLE))) == SAMPLE

@@ -31,6 +31,7 @@ import numpy as np
 from .._core import compress, decompress
 from ..core.params import DEFAULT_LEVEL, LEVELS
 from ..io.parallel import MIN_SHARE, resolve_threads
+from .names import shown
 
 __all__ = [
     "REFERENCE_CODEC",
@@ -285,25 +286,25 @@ def collect_inputs(paths: Sequence[str]) -> list[tuple[str, bytes]]:
         if path.is_dir():
             entries = sorted((p for p in path.iterdir() if p.is_file()), key=lambda p: p.name)
             if not entries:
-                raise ValueError(f"folder has no regular files: {given}")
+                raise ValueError(f"folder has no regular files: {shown(given)}")
             found.extend((str(p), p) for p in entries)
         elif path.is_file():
             found.append((given, path))
         elif path.exists():
-            raise ValueError(f"not a regular file or folder: {given}")
+            raise ValueError(f"not a regular file or folder: {shown(given)}")
         else:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), given)
     seen: set[Path] = set()
     unique: list[tuple[str, Path]] = []
-    for shown, path in found:
+    for label, path in found:
         key = path.resolve()
         if key not in seen:
             seen.add(key)
-            unique.append((shown, path))
+            unique.append((label, path))
     name_count: dict[str, int] = {}
     for _, path in unique:
         name_count[path.name] = name_count.get(path.name, 0) + 1
-    return [(path.name if name_count[path.name] == 1 else shown, path.read_bytes()) for shown, path in unique]
+    return [(shown(path.name if name_count[path.name] == 1 else label), path.read_bytes()) for label, path in unique]
 
 
 # -- measuring ------------------------------------------------------------------------

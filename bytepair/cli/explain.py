@@ -29,6 +29,7 @@ from ..core.engine import EncodedBlocks, StepRecord, encode_blocks
 from ..core.escape import find_escapes
 from ..core.params import DEFAULT_LEVEL, Params, resolve_params
 from ..io.stream import as_byte_view
+from .names import shown
 
 __all__ = ["SHORT_BLOCK", "Explanation", "Merge", "Step", "explain", "format_text", "main", "to_json_dict"]
 
@@ -594,7 +595,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             block=args.block,
         )
     except OSError as exc:
-        print(f"bytepair explain: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"bytepair explain: cannot read {shown(args.file)}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except (IndexError, ValueError) as exc:
         print(f"bytepair explain: {exc}", file=sys.stderr)

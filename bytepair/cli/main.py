@@ -1,9 +1,10 @@
 """The ``bytepair`` command: gzip/zstd-style handling of files around the stream API.
 
 This module owns the command line only: parsing and checking options, deciding
-where each input goes, and reporting one line per failure. Streaming is in
-``_pipe``, safe output files in ``_atomic``, the progress line in ``_progress``
-and the header walk of ``-l`` in ``_listing``.
+where each input goes, refusing what gzip refuses, and reporting one line per
+failure (a ``MemoryError`` included). Streaming is in ``io.pipe``, safe output
+files in ``io.atomic``, the progress line in ``cli.progress`` and the header walk
+of ``-l`` in ``container.listing``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from .._errors import BytePairError, CorruptDataError, TruncatedDataError
 from ..container.format import MAGIC
 from ..container.listing import Listing, list_streams
 from ..io.atomic import FdWriter, atomic_output
-from ..io.pipe import compress_file, decompress_file, gage_compress_file, gage_decompress_file
+from ..io.pipe import Write, compress_file, decompress_file, gage_compress_file, gage_decompress_file
 from ..io.stream import BytePairCompressor
+from .names import shown
 from .progress import Progress
 
 __all__ = ["main"]
@@ -53,6 +55,9 @@ examples:
 A file named 'explain' is compressed with '{PROG} -- explain' or '{PROG} ./explain'.
 Outputs keep the modification time and permission bits of their input; they are
 written to a hidden temporary file and renamed into place only when complete.
+As gzip does, without -f: an existing output is not replaced (even a link to
+/dev/null; '-o /dev/null' is written to), inputs that are symbolic links, FIFOs
+or devices are refused, and --rm refuses a file with other hard links.
 Exit status: 0 success, 1 error (the other files are still processed),
 2 usage error, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
 """
@@ -146,7 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--rm", dest="remove", action="store_true", help="remove each input once its output is complete and on disk"
     )
     out.add_argument(
-        "-f", "--force", action="store_true", help="overwrite existing files; write compressed data to a terminal"
+        "-f",
+        "--force",
+        action="store_true",
+        help="overwrite existing files; read symbolic links, FIFOs and devices; --rm files with other links; "
+        "write compressed data to a terminal",
     )
     out.add_argument(
         "-S",
@@ -229,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command with *argv* (default ``sys.argv[1:]``); returns the exit status."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["explain"]:
-        return _explain(args[1:])
+        try:
+            return _explain(args[1:])
+        except MemoryError:
+            return _out_of_memory()
     parser = build_parser()
     opts = parser.parse_args(args)
     mode = _mode(parser, opts)
@@ -240,6 +252,13 @@ def main(argv: list[str] | None = None) -> int:
             return 128 + exc.signum
         except KeyboardInterrupt:
             return 128 + signal.SIGINT
+        except MemoryError:  # outside the files' own handling (-b, -l's total): still one line
+            return _out_of_memory()
+
+
+def _out_of_memory() -> int:
+    print(f"{PROG}: out of memory", file=sys.stderr, flush=True)
+    return 1
 
 
 def _explain(args: list[str]) -> int:
@@ -277,16 +296,63 @@ def _signals() -> Iterator[None]:
 
 
 def _label(name: str) -> str:
-    return STDIN_LABEL if name == STDIO else name
+    return STDIN_LABEL if name == STDIO else shown(name)
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, in a message."""
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def _open_named(name: str, force: bool) -> BinaryIO:
+    """Open an input file as gzip does: without -f, refuse a symbolic link and anything but a regular file.
+
+    The file is opened without waiting (``O_NONBLOCK``: a FIFO with no writer
+    would block the open forever) and without following a symbolic link, and
+    checked on its descriptor, so nothing can be swapped in between the check
+    and the read. With -f a symbolic link is followed and a FIFO is opened the
+    usual way, to wait for its writer (reopening it after a first open could
+    miss a writer that came and went in between).
+    """
+    if force:
+        with contextlib.suppress(OSError):
+            if stat.S_ISFIFO(os.stat(name).st_mode):
+                return open(name, "rb")  # the caller closes it
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY | (0 if force else os.O_NOFOLLOW)
+    try:
+        fd = os.open(name, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not force and os.path.islink(name):
+            raise _Refused(name, "is a symbolic link; use -f to follow it") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+        if not stat.S_ISREG(mode) and not force:
+            raise _Refused(name, f"is {_kind(mode)}, not a regular file; use -f to read it")
+        os.set_blocking(fd, True)
+        return open(fd, "rb")  # the caller closes it
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @contextlib.contextmanager
-def _open_input(name: str) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
-    """The input and, for a named regular file, its status (size, mode, times)."""
+def _open_input(name: str, force: bool) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
+    """The input and, for a named regular file, its status (size, mode, times, links)."""
     if name == STDIO:
         yield sys.stdin.buffer, None
         return
-    with open(name, "rb") as f:
+    with _open_named(name, force) as f:
         st = os.fstat(f.fileno())
         yield f, st if stat.S_ISREG(st.st_mode) else None
 
@@ -295,6 +361,8 @@ def _describe(exc: BaseException) -> str:
     """The reason part of an error line."""
     if isinstance(exc, _Refused):
         return exc.reason
+    if isinstance(exc, MemoryError):
+        return "out of memory"
     if isinstance(exc, FileExistsError):
         return "already exists; use -f to overwrite"
     if isinstance(exc, OSError):
@@ -332,7 +400,7 @@ class _Run:
                     self._list_one(name)
                 else:
                     self._process(name)
-            except (OSError, BytePairError, _Refused) as exc:
+            except (OSError, BytePairError, _Refused, MemoryError) as exc:
                 self._error(exc, name)
         if self.mode == "list":
             self._list_total()
@@ -342,9 +410,9 @@ class _Run:
 
     def _error(self, exc: BaseException, name: str) -> None:
         if isinstance(exc, _Refused):
-            who = exc.name
+            who = shown(exc.name)
         elif isinstance(exc, OSError) and exc.filename is not None:
-            who = os.fsdecode(exc.filename)
+            who = shown(os.fsdecode(exc.filename))
         else:
             who = _label(name)
         print(f"{PROG}: {who}: {_describe(exc)}", file=sys.stderr, flush=True)
@@ -402,7 +470,7 @@ class _Run:
 
     # -- compress, decompress, test ------------------------------------------
 
-    def _convert(self, src: BinaryIO, write: Callable[[bytes], object], meter: Progress) -> tuple[int, int]:
+    def _convert(self, src: BinaryIO, write: Write, meter: Progress) -> tuple[int, int]:
         """Run the stream through; returns (original, compressed) sizes."""
         if self.gage:
             if self.mode == "compress":
@@ -417,7 +485,12 @@ class _Run:
         return original, compressed
 
     def _process(self, name: str) -> None:
-        with _open_input(name) as (src, st):
+        with _open_input(name, self.opts.force) as (src, st):
+            if self.opts.remove and st is not None and st.st_nlink > 1 and not self.opts.force:
+                others = st.st_nlink - 1
+                raise _Refused(
+                    name, f"has {others} other link{'s' if others > 1 else ''}; unchanged (use -f to remove it)"
+                )
             self.gage = self._is_gage(name, src)
             if self.mode == "test":
                 sizes = self._through(name, src, st, lambda data: None)
@@ -431,11 +504,12 @@ class _Run:
                 sizes = self._to_file(name, src, st, dest)
         self._report(name, dest, *sizes)
         if self.opts.remove and name != STDIO:
-            os.unlink(name)
+            if st is None:  # a FIFO or a device read with -f: not a file of ours to delete
+                print(f"{PROG}: {_label(name)}: not removed: not a regular file", file=sys.stderr, flush=True)
+            else:
+                os.unlink(name)
 
-    def _through(
-        self, name: str, src: BinaryIO, st: os.stat_result | None, write: Callable[[bytes], object]
-    ) -> tuple[int, int]:
+    def _through(self, name: str, src: BinaryIO, st: os.stat_result | None, write: Write) -> tuple[int, int]:
         meter = self._progress(name, st)
         try:
             return self._convert(src, write, meter)
@@ -443,6 +517,13 @@ class _Run:
             meter.close()
 
     def _to_file(self, name: str, src: BinaryIO, st: os.stat_result | None, dest: str) -> tuple[int, int]:
+        """Write to *dest* through a temporary file; an existing *dest* is replaced only with -f.
+
+        Only an output named with -o is written in place when it is a device or a
+        FIFO (``-o /dev/null``): a name derived from the input's that exists, even
+        as a symbolic link to ``/dev/null``, is refused as any existing file is,
+        and -f replaces the link itself, as gzip does.
+        """
         try:
             dest_st: os.stat_result | None = os.stat(dest)
         except FileNotFoundError:
@@ -450,11 +531,11 @@ class _Run:
         if dest_st is not None and stat.S_ISDIR(dest_st.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), dest)
         if dest_st is not None and st is not None and os.path.samestat(st, dest_st):
-            raise _Refused(name, f"input and output are the same file ({dest})")
-        if dest_st is not None and not stat.S_ISREG(dest_st.st_mode):
+            raise _Refused(name, f"input and output are the same file ({shown(dest)})")
+        if dest_st is not None and not stat.S_ISREG(dest_st.st_mode) and self.opts.output is not None:
             # a device or a pipe (-o /dev/null): written in place, it is not ours to replace
             if self.opts.remove:
-                raise _Refused(name, f"not removed: the output {dest} is not a regular file")
+                raise _Refused(name, f"not removed: the output {shown(dest)} is not a regular file")
             with open(dest, "wb", buffering=0) as f:
                 return self._through(name, src, st, FdWriter(f.fileno(), dest).write)
         if os.path.lexists(dest) and not self.opts.force:
@@ -468,13 +549,13 @@ class _Run:
 
     def _report(self, name: str, dest: str | None, original: int, compressed: int) -> None:
         ratio = compressed / original if original else 0.0
-        where = STDOUT_LABEL if dest is None else dest
+        where = STDOUT_LABEL if dest is None else shown(dest)
         self._say(f"{_label(name)}: {original} -> {compressed} bytes (ratio {ratio:.3f}), {where}")
 
     # -- list ------------------------------------------------------------
 
     def _list_one(self, name: str) -> None:
-        with _open_input(name) as (src, _):
+        with _open_input(name, self.opts.force) as (src, _):
             listing = list_streams(src)
         if not self.listed:
             print(f"{'Frames':>6}  {'Blocks':>7}  {'Compressed':>12}  {'Original':>12}  {'Ratio':>7}  CRC-32    File")

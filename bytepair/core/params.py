@@ -105,7 +105,7 @@ LEVELS: dict[int, Params] = {
         escape_trial=True,
     ),
 }
-"""Named presets; ``-1`` is fastest, ``-9`` smallest. See README for measured figures."""
+"""Named presets; ``-1`` is fastest, ``-9`` smallest. See docs/python.md (Levels) for measured figures."""
 
 
 def resolve_params(

@@ -29,7 +29,7 @@ class FdWriter:
         self.fd = fd
         self.name = name  # blamed in errors that do not name a file
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
         try:
             while view:

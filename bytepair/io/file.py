@@ -19,7 +19,7 @@ import re
 import sys
 from array import array
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, TypeAlias, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -39,7 +39,7 @@ from ..container.format import (
     unpack_frame_header,
     unpack_stream_header,
 )
-from .stream import BytePairCompressor, _Busy, as_byte_view
+from .stream import BytePairCompressor, _Busy, as_byte_view, refuse_pickling
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer, StrOrBytesPath, WriteableBuffer
@@ -168,6 +168,11 @@ class _FrameMap:
     def __len__(self) -> int:
         return len(self._starts)
 
+    @property
+    def in_stream(self) -> bool:
+        """True while mapping inside a stream; False between streams (or before the first)."""
+        return self._in_stream
+
     def start(self, i: int) -> int:
         return self._starts[i]
 
@@ -289,6 +294,7 @@ class _Reader:
         self.map = _FrameMap(source)
         self.pos = 0
         self.frames_decoded = 0
+        self._verified = 0  # frames 0.._verified-1 have all been decoded, so their sizes are proven
         self._buf = b""
         self._buf_start = 0
 
@@ -303,14 +309,40 @@ class _Reader:
         index = self.map.locate(self.pos)
         if index is None:
             return False
-        if self.source.seekable:
-            # frames before this one may have been skipped unread: trust their headers'
-            # sizes only once every header and end record of the data has been checked
-            self.map.map_all()
-        self._buf = self.map.decode(index).tobytes()
+        if self.source.seekable and not self.map.complete:
+            self._prove_sizes_before(index)
+        self._buf = self._decode(index)
         self._buf_start = self.map.start(index)
-        self.frames_decoded += 1
         return True
+
+    def _decode(self, index: int) -> bytes:
+        out = self.map.decode(index).tobytes()
+        self.frames_decoded += 1
+        if index == self._verified:
+            self._verified += 1
+        return out
+
+    def _prove_sizes_before(self, index: int) -> None:
+        """Frames before *index* may have been skipped unread: prove the sizes their headers state.
+
+        Every header and end record of the data, checked against each other, is
+        the cheap proof, and damage it finds (an end record that does not match
+        its frames: a frame repeated, lost or replaced) fails every read. Data
+        that merely ends early, or has something other than a stream after its
+        last whole stream, contradicts nothing before that point: there the
+        frames before *index* are decoded in turn instead (each checks its own
+        size and CRCs), so that everything before the damage can be read, as
+        ``lzma.LZMAFile`` reads a truncated file up to the cut.
+        """
+        try:
+            self.map.map_all()
+        except BytePairError as exc:
+            if not self.map.in_stream:
+                return  # the damage follows whole streams, each checked against its end record
+            if not isinstance(exc, TruncatedDataError):
+                raise
+            while self._verified < index:
+                self._decode(self._verified)
 
     def _take(self, n: int) -> bytes:
         """Up to *n* bytes from the current frame."""
@@ -322,10 +354,15 @@ class _Reader:
     def read(self, size: int) -> bytes:
         parts = []
         left = size if size >= 0 else sys.maxsize
-        while left and self._frame():
-            piece = self._take(left)
-            parts.append(piece)
-            left -= len(piece)
+        start = self.pos
+        try:
+            while left and self._frame():
+                piece = self._take(left)
+                parts.append(piece)
+                left -= len(piece)
+        except BaseException:
+            self.pos = start  # nothing was returned: the bytes before the damage are still there to read
+            raise
         return b"".join(parts)
 
     def read1(self, size: int) -> bytes:
@@ -334,28 +371,38 @@ class _Reader:
         return self._take(size if size >= 0 else sys.maxsize)
 
     def readinto(self, b: WriteableBuffer, once: bool) -> int:
+        start = self.pos
         with memoryview(b) as view, view.cast("B") as out:
             n = 0
-            while n < len(out) and self._frame():
-                piece = self._take(len(out) - n)
-                out[n : n + len(piece)] = piece
-                n += len(piece)
-                if once:
-                    break
+            try:
+                while n < len(out) and self._frame():
+                    piece = self._take(len(out) - n)
+                    out[n : n + len(piece)] = piece
+                    n += len(piece)
+                    if once:
+                        break
+            except BaseException:
+                self.pos = start
+                raise
             return n
 
     def readline(self, size: int) -> bytes:
         parts = []
         left = size if size >= 0 else sys.maxsize
-        while left and self._frame():
-            off = self.pos - self._buf_start
-            stop = min(len(self._buf), off + left)
-            newline = self._buf.find(b"\n", off, stop)
-            piece = self._take((newline + 1 if newline >= 0 else stop) - off)
-            parts.append(piece)
-            left -= len(piece)
-            if newline >= 0:
-                break
+        start = self.pos
+        try:
+            while left and self._frame():
+                off = self.pos - self._buf_start
+                stop = min(len(self._buf), off + left)
+                newline = self._buf.find(b"\n", off, stop)
+                piece = self._take((newline + 1 if newline >= 0 else stop) - off)
+                parts.append(piece)
+                left -= len(piece)
+                if newline >= 0:
+                    break
+        except BaseException:
+            self.pos = start
+            raise
         return b"".join(parts)
 
     def peek(self, size: int) -> bytes:
@@ -365,25 +412,29 @@ class _Reader:
         return self._buf[off : off + max(size, io.DEFAULT_BUFFER_SIZE)]
 
     def seek(self, offset: int, whence: int) -> int:
+        """As ``LZMAFile.seek``: the target is clamped to the data, 0 to its size."""
         if whence == io.SEEK_SET:
-            if offset < 0:
-                raise ValueError(f"negative seek position {offset}")
             target = offset
         elif whence == io.SEEK_CUR:
-            target = max(0, self.pos + offset)
+            target = self.pos + offset
         elif whence == io.SEEK_END:
             if not self.source.seekable:
                 raise io.UnsupportedOperation("seeking from the end needs a seekable underlying file")
-            target = max(0, self.map.map_all() + offset)
+            target = self.map.map_all() + offset
         else:
             raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
+        target = max(0, target)
         if not self.source.seekable:
             if target < self.pos:
                 raise io.UnsupportedOperation("the underlying file is not seekable: only forward seeks are possible")
             # read on: every frame passed over is decoded and checked, none skipped unverified
             while self.pos < target and self._frame():
                 self._take(target - self.pos)
-        self.pos = target  # on a seekable file nothing is read until the next read
+            return self.pos
+        # headers only: nothing is decoded until the next read
+        if self.map.locate(target) is None:
+            target = self.map.size
+        self.pos = target
         return target
 
 
@@ -412,8 +463,16 @@ class BytePairFile(io.BufferedIOBase):
     next is decoded (``frames_decoded`` counts decodings). On a source that
     cannot seek (a pipe), only forward seeks work, reading on; ``SEEK_END`` and
     backward seeks raise ``io.UnsupportedOperation``. Positions follow
-    ``io.BytesIO``: a negative ``SEEK_SET`` offset is a ``ValueError``, relative
-    seeks before the start stop at 0, and the position may pass the end.
+    ``LZMAFile``: a seek before the start lands at 0, one past the end at the end.
+
+    A truncated file, or one with something other than a stream after its
+    last stream, fails only the reads that reach the damage, as with
+    ``LZMAFile``: everything before it can be read (a read that fails returns
+    nothing and leaves the position where it was, so ``read1`` then gets the
+    bytes up to the damage); ``TruncatedDataError`` is also an ``EOFError``.
+    Damage that makes the frames contradict their stream's end record (a frame
+    repeated, lost or replaced) fails every read of a seekable file: no byte
+    of that stream can be placed with certainty.
 
     Frames that are skipped are not checked; a frame is verified (CRC of its
     compressed bytes and of its content) when it is decoded, so reading the
@@ -485,6 +544,9 @@ class BytePairFile(io.BufferedIOBase):
                     self._fp.close()
                 raise
         self._mode = mode_code
+
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        refuse_pickling(self)
 
     # -- state --
 

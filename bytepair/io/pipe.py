@@ -1,6 +1,6 @@
 """Whole files through the stream objects, in pieces, so memory stays bounded.
 
-Neither direction ever holds a whole file: input is read in 1 MiB chunks, and
+Neither direction ever holds a whole file, in either format: input is read in 1 MiB chunks, and
 the decompressor is fed 4 KiB slices because it decodes every frame its input
 completes at once, and a highly compressible frame of 2 MiB can be a few
 kilobytes (a 1 MiB feed could mean a gigabyte of output in memory). Smaller
@@ -10,19 +10,27 @@ followed, as gzip follows members.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from .._errors import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
 from ..container.format import FRAME_HEADER_SIZE, KIND_FRAME, MAGIC, STREAM_HEADER_SIZE, unpack_frame_header
 from .stream import BytePairCompressor, BytePairDecompressor
 
-__all__ = ["FEED_SIZE", "READ_SIZE", "compress_file", "decompress_file", "gage_compress_file", "gage_decompress_file"]
+__all__ = [
+    "FEED_SIZE",
+    "READ_SIZE",
+    "Write",
+    "compress_file",
+    "decompress_file",
+    "gage_compress_file",
+    "gage_decompress_file",
+]
 
 READ_SIZE = 1 << 20
 FEED_SIZE = 1 << 12
 
-Write = Callable[[bytes], object]
+Write = Callable[[bytes | memoryview], object]
 OnProgress = Callable[[int, int, int], None]
 """Called after each chunk with (input bytes read, original bytes, compressed bytes) so far."""
 
@@ -152,16 +160,25 @@ def gage_compress_file(src: BinaryIO, write: Write, progress: OnProgress) -> tup
 
 
 def gage_decompress_file(src: BinaryIO, write: Write, progress: OnProgress) -> tuple[int, int]:
-    """Decompress a Gage-format file; returns (compressed, original) sizes.
+    """Decompress a Gage-format file block by block; returns (compressed, original) sizes.
 
-    His format has no frames or lengths to resynchronise on, so the whole file is
-    read first (memory grows with the file, unlike bytepair's own format).
+    His format has no lengths, so blocks are found by parsing them as the input
+    arrives (``gage.iter_decompress``); output goes out as it is made. Memory is
+    bounded whatever the output's size: a few kilobytes of his tables can
+    describe gigabytes.
     """
     from .. import gage
 
-    data = src.read()
-    out = gage.decompress(data)
-    for lo in range(0, len(out), READ_SIZE):
-        write(out[lo : lo + READ_SIZE])
-    progress(len(data), len(out), len(data))
-    return len(data), len(out)
+    read = written = 0
+
+    def pieces() -> Iterator[bytes]:
+        nonlocal read
+        while chunk := src.read(READ_SIZE):
+            read += len(chunk)
+            yield chunk
+
+    for out in gage.iter_decompress(pieces()):
+        write(out)
+        written += len(out)
+        progress(read, written, read)
+    return read, written

@@ -7,8 +7,10 @@ and ``lzma.LZMADecompressor``. The one-shot functions in ``_core`` use the same
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +44,16 @@ def as_byte_view(data: object) -> memoryview:
     if not view.c_contiguous:
         raise ValueError("data must be a C-contiguous buffer")
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def refuse_pickling(obj: object) -> NoReturn:
+    """What ``__reduce_ex__`` does for objects holding a stream in progress, as the stdlib's (de)compressors.
+
+    A copy would share the original's buffers and parser (feeding one corrupts the
+    other), and a pickle could not carry an open file or a pool of processes.
+    """
+    name = type(obj).__name__
+    raise TypeError(f"cannot pickle or copy {name!r} object: it holds a stream in progress; make a new one")
 
 
 class _Busy:
@@ -156,6 +168,9 @@ class BytePairCompressor:
         self._tally = StreamTally()
         self._busy = _Busy("BytePairCompressor")
 
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        refuse_pickling(self)
+
     def _counted(self, finished: list[Finished]) -> list[bytes]:
         for _, crc, length in finished:
             self._tally.add(length, crc, 0)  # the end record does not count blocks
@@ -244,6 +259,9 @@ class BytePairDecompressor:
         self._unused = b""
         self._busy = _Busy("BytePairDecompressor")
 
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        refuse_pickling(self)
+
     @property
     def eof(self) -> bool:
         """True once the end of the stream has been read and all output returned."""
@@ -259,8 +277,19 @@ class BytePairDecompressor:
         """False while decoded output is waiting to be returned (a ``max_length`` cut it short)."""
         return not self._output and not self._parser.done
 
-    def decompress(self, data: object, max_length: int = -1) -> bytes:
-        """Feed *data*; return at most *max_length* bytes of output (all if negative)."""
+    def decompress(self, data: object, max_length: int | None = -1) -> bytes:
+        """Feed *data*; return at most *max_length* bytes of output (all if negative).
+
+        Both arguments are checked before anything is taken in, so a call that
+        raises ``TypeError`` or ``ValueError`` leaves the object as it was.
+        """
+        if max_length is None:  # lzma refuses None; accepted here, as "all"
+            max_length = -1
+        else:
+            try:
+                max_length = operator.index(max_length)
+            except TypeError:
+                raise TypeError(f"max_length must be an integer, not {type(max_length).__name__}") from None
         view = as_byte_view(data)
         with self._busy:
             if self.eof:
@@ -270,7 +299,7 @@ class BytePairDecompressor:
             else:
                 self._input += view
                 self._parse()
-            if max_length is None or max_length < 0:
+            if max_length < 0:
                 max_length = len(self._output)
             out = bytes(self._output[:max_length])
             del self._output[:max_length]

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - the Gage module is optional for the fu
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "testdata" / "golden"
-GAGE_VECTORS = REPO.parent / "shared" / "gage-vectors"
+GAGE_VECTORS = REPO / "testdata" / "gage"
 MAX_VECTOR = 100_000  # larger Gage vectors make slow cases without finding more
 
 
