@@ -1,0 +1,252 @@
+"""Learning merges: the engine, over distinct words weighted by how often they occur.
+
+The loop is the compressor's (count adjacent pairs, merge the most frequent,
+update the counts), on a different input: every distinct word once, as a list
+of symbol ids, with its count as weight. Per merge:
+
+* the best pair is the top of a heap keyed ``(-count, left, right)`` with the
+  strings' order reversed, so among equal counts the lexicographically
+  greater pair ``(left, right)`` wins: subword-nmt's ``max(stats, key=lambda x:
+  (stats[x], x))``. Counts only fall, except those of pairs holding the symbol
+  just made, so entries go stale lazily: a popped entry whose count has fallen
+  is pushed back with its true count;
+* an index from each pair to the words holding it lets a merge visit only
+  those words, and only the pairs beside each occurrence change: the pairs an
+  occurrence overlapped lose the word's weight, the pairs beside the new
+  symbol gain it.
+
+Symbols are identified by their string: a merge whose result already exists
+(two merges can spell the same string) reuses its id, as subword-nmt does.
+It stops after *merges* merges or when the best count is below
+*min_frequency*. The compiled path (:mod:`._kernels`, numba) gives the same merges.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .formats import bytes_to_unicode
+from .tokenizer import Tokenizer
+from .words import SCHEMES, WORD_END, Corpus, Scheme, count_words
+
+__all__ = ["Learnt", "MergeObserver", "learn", "learn_merges", "word_symbols"]
+
+MergeObserver = Callable[[int, int], None]
+"""Called as ``observer(done, count)`` after each merge, with the merge's count."""
+
+_SHIFT = 32
+_MASK = (1 << _SHIFT) - 1
+
+
+@dataclass(frozen=True)
+class Learnt:
+    """What the engine found: the alphabet (sorted) and the merges, in order, with their counts."""
+
+    alphabet: list[str]
+    merges: list[tuple[str, str]]
+    counts: list[int]
+
+
+def word_symbols(word: str, scheme: Scheme) -> list[str]:
+    """The initial symbols of *word*: characters with ``</w>`` glued to the last (word), or mapped bytes (byte)."""
+    if scheme == "word":
+        return [*word[:-1], word[-1] + WORD_END]
+    table = bytes_to_unicode()
+    return [table[b] for b in word.encode("utf-8", "surrogatepass")]
+
+
+def learn(
+    corpus: Corpus | None = None,
+    merges: int | None = None,
+    *,
+    counts: Mapping[str, int] | None = None,
+    min_frequency: int = 2,
+    scheme: Scheme = "word",
+    observer: MergeObserver | None = None,
+) -> Tokenizer:
+    """Learn up to *merges* merges from *corpus* (lines, a path or a list of paths) or from *counts*.
+
+    *counts* are word (or chunk) counts from :func:`~bytepair.subword.count_words`,
+    summed over the parts of a corpus as needed; give *corpus* or *counts*, not both.
+    """
+    if merges is None or isinstance(merges, bool) or not isinstance(merges, int) or merges < 0:
+        raise ValueError(f"merges must be a non-negative int, not {merges!r}")
+    if (corpus is None) == (counts is None):
+        raise ValueError("give a corpus or counts, not both and not neither")
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
+    if counts is None:
+        assert corpus is not None
+        counts = count_words(corpus, scheme=scheme)
+    found = learn_merges(counts, merges, min_frequency=min_frequency, scheme=scheme, observer=observer)
+    return Tokenizer(found.merges, scheme=scheme, alphabet=found.alphabet)
+
+
+def learn_merges(
+    counts: Mapping[str, int],
+    merges: int,
+    *,
+    min_frequency: int = 2,
+    scheme: Scheme = "word",
+    observer: MergeObserver | None = None,
+) -> Learnt:
+    """The merges (and their counts) learnt from word *counts*: the engine without the Tokenizer."""
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
+        raise ValueError(f"min_frequency must be a positive int, not {min_frequency!r}")
+    weighted = [(word, count) for word, count in counts.items() if word and count > 0]
+    spelt = [(word_symbols(word, scheme), count) for word, count in weighted]
+    if scheme == "byte":
+        alphabet = list(bytes_to_unicode())  # every byte, in byte order: ids 0-255 are the bytes
+    else:  # every character met, in both its forms, so any word of them can be encoded
+        chars = {ch for word, _ in weighted for ch in word}
+        alphabet = sorted(chars | {ch + WORD_END for ch in chars})
+    index = {symbol: i for i, symbol in enumerate(alphabet)}
+    words = [[index[s] for s in symbols] for symbols, _ in spelt if len(symbols) > 1]
+    freqs = [count for symbols, count in spelt if len(symbols) > 1]
+    symbols = list(alphabet)
+    if _use_kernels(sum(map(len, words))):
+        from . import _kernels
+
+        pairs, merge_counts = _kernels.learn(words, freqs, symbols, merges, min_frequency, observer)
+    else:
+        pairs, merge_counts = learn_python(words, freqs, symbols, merges, min_frequency, observer)
+    return Learnt(alphabet, [(symbols[a], symbols[b]) for a, b in pairs], merge_counts)
+
+
+def _use_kernels(nsymbols: int) -> bool:
+    """Whether the compiled path runs: ``bytepair.core.jit.use_numba`` decides, where it exists."""
+    try:
+        from ..core import jit  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return os.environ.get("BYTEPAIR_KERNELS") == "numba"
+    return bool(jit.use_numba(nsymbols))
+
+
+def _reverse_key(symbol: str) -> tuple[int, ...]:
+    """A key whose order is the reverse of *symbol*'s string order (the end sorts above any character)."""
+    return (*(-ord(ch) for ch in symbol), 1)
+
+
+def learn_python(
+    words: list[list[int]],
+    freqs: list[int],
+    symbols: list[str],
+    merges: int,
+    min_frequency: int,
+    observer: MergeObserver | None = None,
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """The pure-Python engine: *words* (symbol ids, at least two each) are merged in place.
+
+    *symbols* (id -> string) grows by the new symbols. Returns the merged id
+    pairs and their counts.
+    """
+    ids = {symbol: i for i, symbol in enumerate(symbols)}
+    keys = [_reverse_key(symbol) for symbol in symbols]
+    counts: Counter[int] = Counter()
+    where: dict[int, set[int]] = {}
+    for w, word in enumerate(words):
+        weight = freqs[w]
+        for left, right in itertools.pairwise(word):
+            pair = left << _SHIFT | right
+            counts[pair] += weight
+            holders = where.get(pair)
+            if holders is None:
+                where[pair] = {w}
+            else:
+                holders.add(w)
+    heap = [(-count, keys[pair >> _SHIFT], keys[pair & _MASK], pair) for pair, count in counts.items()]
+    heapq.heapify(heap)
+    done: list[tuple[int, int]] = []
+    done_counts: list[int] = []
+    while len(done) < merges and heap:
+        top_count, _, _, pair = heap[0]
+        count = counts.get(pair, 0)
+        if count != -top_count:  # stale: the pair's count fell since this entry was pushed
+            if 0 < count < -top_count:
+                heapq.heapreplace(heap, (-count, keys[pair >> _SHIFT], keys[pair & _MASK], pair))
+            else:
+                heapq.heappop(heap)
+            continue
+        if count < min_frequency:
+            break
+        heapq.heappop(heap)
+        a, b = pair >> _SHIFT, pair & _MASK
+        merged = symbols[a] + symbols[b]
+        c = ids.get(merged)
+        if c is None:
+            c = ids[merged] = len(symbols)
+            symbols.append(merged)
+            keys.append(_reverse_key(merged))
+        grown = _merge_words(words, freqs, where.pop(pair), a, b, c, counts, where)
+        counts.pop(pair, None)
+        for new in grown:
+            heapq.heappush(heap, (-counts[new], keys[new >> _SHIFT], keys[new & _MASK], new))
+        done.append((a, b))
+        done_counts.append(count)
+        if observer is not None:
+            observer(len(done), count)
+    return done, done_counts
+
+
+def _merge_words(
+    words: list[list[int]],
+    freqs: list[int],
+    holders: set[int],
+    a: int,
+    b: int,
+    c: int,
+    counts: Counter[int],
+    where: dict[int, set[int]],
+) -> set[int]:
+    """Merge ``(a, b)`` into ``c`` in the words of *holders*; returns the pairs whose count grew."""
+    grown: set[int] = set()
+    for w in holders:
+        old = words[w]
+        if a not in old:  # the index is not pruned: the word lost the pair to an earlier merge
+            continue
+        n = len(old)
+        new: list[int] = []
+        gone: set[int] = set()  # positions in old of the pairs an occurrence overlapped
+        made: list[int] = []  # positions in new of the symbols this merge made
+        i = 0
+        while i < n - 1:
+            if old[i] == a and old[i + 1] == b:
+                gone.update((i - 1, i, i + 1))
+                made.append(len(new))
+                new.append(c)
+                i += 2
+            else:
+                new.append(old[i])
+                i += 1
+        if not made:
+            continue
+        if i == n - 1:
+            new.append(old[i])
+        weight = freqs[w]
+        for j in gone:
+            if 0 <= j < n - 1:
+                pair = old[j] << _SHIFT | old[j + 1]
+                left = counts[pair] - weight
+                if left:
+                    counts[pair] = left
+                else:
+                    del counts[pair]
+        last = len(new) - 1
+        for k in {*made, *(m - 1 for m in made)}:
+            if 0 <= k < last:
+                pair = new[k] << _SHIFT | new[k + 1]
+                counts[pair] += weight
+                grown.add(pair)
+                holders_of = where.get(pair)
+                if holders_of is None:
+                    where[pair] = {w}
+                else:
+                    holders_of.add(w)
+        words[w] = new
+    grown.discard(a << _SHIFT | b)
+    return grown

@@ -1,0 +1,223 @@
+"""The Tokenizer: a learnt (or loaded) list of merges, and what it does to text.
+
+Applying merges to a word is subword-nmt's and GPT-2's rule: among the word's
+adjacent pairs take the one merged earliest in training, merge all its
+occurrences left to right, repeat until no pair of the word was ever merged.
+Each distinct word is tokenized once and kept in a cache, so text of ordinary
+vocabulary costs a split and a dictionary lookup per word.
+
+* ``word`` scheme: words are split as subword-nmt splits them, symbols are
+  characters with ``</w>`` glued to the last one; tokens keep the ``</w>``
+  (``["low", "er</w>"]``), so :meth:`Tokenizer.decode` knows where words end.
+  :meth:`Tokenizer.apply` gives ``subword-nmt apply-bpe``'s line instead
+  (``low@@ er``). ``decode(encode(s))`` is *s* with its whitespace normalised.
+* ``byte`` scheme: chunks are cut by GPT-2's pattern, symbols are the chunk's
+  UTF-8 bytes spelt with GPT-2's printable characters; ``decode(encode(s)) == s``
+  for every ``str``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from itertools import chain, pairwise
+from pathlib import Path
+
+from .errors import InvalidIdError, UnknownSymbolError, VocabMismatchError
+from .formats import bytes_to_unicode, read_codes, read_gpt2, unicode_to_bytes, write_codes, write_gpt2
+from .words import SCHEMES, WORD_END, Scheme, split_chunks, split_words
+
+__all__ = ["Tokenizer"]
+
+_CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied when it grows past this
+
+
+class Tokenizer:
+    """Merges in order, a vocabulary (token -> id), and tokenize/encode/decode/apply/save/load.
+
+    *alphabet* is the base symbols, in id order (word scheme: the characters met
+    in training, sorted; byte scheme: the 256 bytes). When *vocab* is not given
+    the ids are the alphabet's, then one per merge result in merge order.
+    """
+
+    def __init__(
+        self,
+        merges: Sequence[tuple[str, str]],
+        *,
+        scheme: Scheme = "word",
+        alphabet: Sequence[str] | None = None,
+        vocab: dict[str, int] | None = None,
+    ) -> None:
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
+        self.scheme: Scheme = scheme
+        self.merges: list[tuple[str, str]] = [(left, right) for left, right in merges]
+        if vocab is None:
+            vocab = _default_vocab(self.merges, scheme, alphabet)
+        else:
+            _check_vocab(vocab, self.merges)
+        self.vocab: dict[str, int] = dict(vocab)
+        self._tokens = {i: token for token, i in self.vocab.items()}
+        self._ranks: dict[tuple[str, str], int] = {}
+        for rank, pair in enumerate(self.merges):
+            self._ranks.setdefault(pair, rank)  # a repeated merge keeps its first rank, as in subword-nmt
+        self._cache: dict[str, tuple[str, ...]] = {}
+        self._id_cache: dict[str, list[int]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Tokenizer scheme={self.scheme!r} merges={len(self.merges)} vocab={len(self.vocab)}>"
+
+    # -- one word -------------------------------------------------------------------------------
+
+    def _symbols(self, word: str) -> list[str]:
+        if self.scheme == "word":
+            return [*word[:-1], word[-1] + WORD_END]
+        table = bytes_to_unicode()
+        return [table[b] for b in word.encode("utf-8", "surrogatepass")]
+
+    def tokenize_word(self, word: str) -> tuple[str, ...]:
+        """The tokens of one word (word scheme) or pre-split chunk (byte scheme)."""
+        cached = self._cache.get(word)
+        if cached is not None:
+            return cached
+        symbols = self._symbols(word)
+        ranks = self._ranks
+        while len(symbols) > 1:
+            best = None
+            best_rank = len(ranks)
+            for pair in pairwise(symbols):
+                rank = ranks.get(pair)
+                if rank is not None and rank < best_rank:
+                    best, best_rank = pair, rank
+            if best is None:
+                break
+            first, second = best
+            merged = first + second
+            out: list[str] = []
+            i, n = 0, len(symbols)
+            while i < n:
+                if i < n - 1 and symbols[i] == first and symbols[i + 1] == second:
+                    out.append(merged)
+                    i += 2
+                else:
+                    out.append(symbols[i])
+                    i += 1
+            symbols = out
+        tokens = tuple(symbols)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+            self._id_cache.clear()
+        self._cache[word] = tokens
+        return tokens
+
+    def _word_ids(self, word: str) -> list[int]:
+        cached = self._id_cache.get(word)
+        if cached is not None:
+            return cached
+        vocab = self.vocab
+        try:
+            ids = [vocab[token] for token in self.tokenize_word(word)]
+        except KeyError as exc:
+            raise UnknownSymbolError(f"{word!r}: the vocabulary has no token {exc.args[0]!r}") from None
+        self._id_cache[word] = ids
+        return ids
+
+    # -- text -----------------------------------------------------------------------------------
+
+    def words(self, text: str) -> list[str]:
+        """The words (word scheme) or chunks (byte scheme) *text* is cut into before merging."""
+        return split_words(text) if self.scheme == "word" else split_chunks(text)
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of *text*, in order."""
+        return list(chain.from_iterable(map(self.tokenize_word, self.words(text))))
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of *text*; :class:`UnknownSymbolError` for a symbol the vocabulary lacks."""
+        return list(chain.from_iterable(map(self._word_ids, self.words(text))))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary."""
+        tokens = self._tokens
+        try:
+            pieces = [tokens[i] for i in ids]
+        except (KeyError, TypeError) as exc:
+            bad = exc.args[0] if exc.args else ids
+            raise InvalidIdError(f"{bad!r} is not an id of this vocabulary (0 to {len(tokens) - 1})") from None
+        if self.scheme == "word":
+            text = "".join(pieces).replace(WORD_END, " ")
+            return text[:-1] if text.endswith(" ") else text
+        table = unicode_to_bytes()
+        data = bytes(table[ch] for ch in "".join(pieces))
+        try:
+            return data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # ids that cut a character in two: replaced, as GPT-2's decoders do
+            return data.decode("utf-8", "replace")
+
+    def apply(self, line: str, separator: str = "@@") -> str:
+        """``subword-nmt apply-bpe``'s output for one *line*: a word's pieces joined by ``@@ ``.
+
+        Leading and trailing ``'\\r\\n '`` are kept, runs of spaces inside become one.
+        Word scheme only.
+        """
+        if self.scheme != "word":
+            raise ValueError("apply gives subword-nmt's output: it needs a word-scheme tokenizer")
+        stripped = line.strip("\r\n ")
+        if not stripped:
+            return line
+        out: list[str] = []
+        for word in stripped.split(" "):
+            if not word:
+                continue
+            pieces = self._cache.get(word) or self.tokenize_word(word)
+            out.extend(piece + separator for piece in pieces[:-1])
+            last = pieces[-1]
+            out.append(last[: -len(WORD_END)] if last.endswith(WORD_END) else last)
+        leading = len(line) - len(line.lstrip("\r\n "))
+        trailing = len(line) - len(line.rstrip("\r\n "))
+        return line[:leading] + " ".join(out) + (line[len(line) - trailing :] if trailing else "")
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Word scheme: a subword-nmt codes file at *path*. Byte scheme: ``vocab.json`` and
+        ``merges.txt`` in the directory *path* (made if missing)."""
+        if self.scheme == "word":
+            write_codes(path, self.merges)
+        else:
+            write_gpt2(path, self.vocab, self.merges)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """A codes file (word scheme) or a GPT-2 model directory (byte scheme), told apart by what *path* is."""
+        if Path(path).is_dir():
+            vocab, merges = read_gpt2(path)
+            return cls(merges, scheme="byte", vocab=vocab)
+        return cls(read_codes(path), scheme="word")
+
+
+def _default_vocab(merges: list[tuple[str, str]], scheme: Scheme, alphabet: Sequence[str] | None) -> dict[str, int]:
+    """The alphabet's ids, then one id per new merge result, in merge order."""
+    if alphabet is None:
+        if scheme == "byte":
+            alphabet = bytes_to_unicode()
+        else:  # a loaded codes file: the characters of the symbols no merge makes, in both forms
+            made = {left + right for left, right in merges}
+            chars = {s.removesuffix(WORD_END) for pair in merges for s in pair if s not in made}
+            alphabet = sorted(chars | {ch + WORD_END for ch in chars})
+    vocab: dict[str, int] = {}
+    for token in chain(alphabet, (left + right for left, right in merges)):
+        vocab.setdefault(token, len(vocab))
+    return vocab
+
+
+def _check_vocab(vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+    """Every merge's parts and result have ids, and no two tokens share one."""
+    for number, (left, right) in enumerate(merges, start=1):
+        for token in (left, right, left + right):
+            if token not in vocab:
+                raise VocabMismatchError(f"merge {number} ({left} {right}): {token!r} is not in the vocabulary")
+    if len(set(vocab.values())) != len(vocab):
+        raise VocabMismatchError("the vocabulary gives one id to two tokens")
+    if any(i < 0 for i in vocab.values()):
+        raise VocabMismatchError("the vocabulary holds a negative id")
