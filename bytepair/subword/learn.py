@@ -24,9 +24,7 @@ It stops after *merges* merges or when the best count is below
 from __future__ import annotations
 
 import heapq
-import itertools
 import os
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -140,26 +138,29 @@ def learn_python(
     min_frequency: int,
     observer: MergeObserver | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
-    """The pure-Python engine: *words* (symbol ids, at least two each) are merged in place.
+    """The pure-Python engine over *words* (symbol ids, at least two each) weighted by *freqs*.
 
     *symbols* (id -> string) grows by the new symbols. Returns the merged id
-    pairs and their counts.
+    pairs and their counts. Inside, a word is a ``str`` with one character per
+    symbol id (``chr(id)``), so a merge is ``str.replace`` (left to right, without
+    overlaps, as subword-nmt replaces) and a pair is a two-character key.
     """
     ids = {symbol: i for i, symbol in enumerate(symbols)}
     keys = [_reverse_key(symbol) for symbol in symbols]
-    counts: Counter[int] = Counter()
-    where: dict[int, set[int]] = {}
-    for w, word in enumerate(words):
+    spelt = ["".join(map(chr, word)) for word in words]
+    counts: dict[str, int] = {}
+    where: dict[str, set[int]] = {}
+    for w, word in enumerate(spelt):
         weight = freqs[w]
-        for left, right in itertools.pairwise(word):
-            pair = left << _SHIFT | right
-            counts[pair] += weight
+        for i in range(len(word) - 1):
+            pair = word[i : i + 2]
+            counts[pair] = counts.get(pair, 0) + weight
             holders = where.get(pair)
             if holders is None:
                 where[pair] = {w}
             else:
                 holders.add(w)
-    heap = [(-count, keys[pair >> _SHIFT], keys[pair & _MASK], pair) for pair, count in counts.items()]
+    heap = [(-count, keys[ord(pair[0])], keys[ord(pair[1])], pair) for pair, count in counts.items()]
     heapq.heapify(heap)
     done: list[tuple[int, int]] = []
     done_counts: list[int] = []
@@ -168,85 +169,88 @@ def learn_python(
         count = counts.get(pair, 0)
         if count != -top_count:  # stale: the pair's count fell since this entry was pushed
             if 0 < count < -top_count:
-                heapq.heapreplace(heap, (-count, keys[pair >> _SHIFT], keys[pair & _MASK], pair))
+                heapq.heapreplace(heap, (-count, keys[ord(pair[0])], keys[ord(pair[1])], pair))
             else:
                 heapq.heappop(heap)
             continue
         if count < min_frequency:
             break
         heapq.heappop(heap)
-        a, b = pair >> _SHIFT, pair & _MASK
+        a, b = ord(pair[0]), ord(pair[1])
         merged = symbols[a] + symbols[b]
         c = ids.get(merged)
         if c is None:
             c = ids[merged] = len(symbols)
             symbols.append(merged)
             keys.append(_reverse_key(merged))
-        grown = _merge_words(words, freqs, where.pop(pair), a, b, c, counts, where)
+        grown = _merge_words(spelt, freqs, where.pop(pair), pair, chr(c), counts, where)
         counts.pop(pair, None)
         for new in grown:
-            heapq.heappush(heap, (-counts[new], keys[new >> _SHIFT], keys[new & _MASK], new))
+            heapq.heappush(heap, (-counts[new], keys[ord(new[0])], keys[ord(new[1])], new))
         done.append((a, b))
         done_counts.append(count)
         if observer is not None:
             observer(len(done), count)
+    for w, word in enumerate(spelt):
+        words[w] = list(map(ord, word))
     return done, done_counts
 
 
 def _merge_words(
-    words: list[list[int]],
+    words: list[str],
     freqs: list[int],
     holders: set[int],
-    a: int,
-    b: int,
-    c: int,
-    counts: Counter[int],
-    where: dict[int, set[int]],
-) -> set[int]:
-    """Merge ``(a, b)`` into ``c`` in the words of *holders*; returns the pairs whose count grew."""
-    grown: set[int] = set()
+    pair: str,
+    merged: str,
+    counts: dict[str, int],
+    where: dict[str, set[int]],
+) -> set[str]:
+    """Merge *pair* into the symbol *merged* in the words of *holders*; returns the pairs whose count grew.
+
+    The pairs an occurrence overlapped lose the word's weight; the pairs beside
+    the new symbol gain it; the merged pair itself is dropped by the caller.
+    """
+    grown: set[str] = set()
     for w in holders:
         old = words[w]
-        if a not in old:  # the index is not pruned: the word lost the pair to an earlier merge
+        new = old.replace(pair, merged)
+        made = len(old) - len(new)
+        if not made:  # the index is not pruned: the word lost the pair to an earlier merge
             continue
-        n = len(old)
-        new: list[int] = []
-        gone: set[int] = set()  # positions in old of the pairs an occurrence overlapped
-        made: list[int] = []  # positions in new of the symbols this merge made
-        i = 0
-        while i < n - 1:
-            if old[i] == a and old[i + 1] == b:
-                gone.update((i - 1, i, i + 1))
-                made.append(len(new))
-                new.append(c)
-                i += 2
-            else:
-                new.append(old[i])
-                i += 1
-        if not made:
-            continue
-        if i == n - 1:
-            new.append(old[i])
         weight = freqs[w]
-        for j in gone:
-            if 0 <= j < n - 1:
-                pair = old[j] << _SHIFT | old[j + 1]
-                left = counts[pair] - weight
-                if left:
-                    counts[pair] = left
-                else:
-                    del counts[pair]
-        last = len(new) - 1
-        for k in {*made, *(m - 1 for m in made)}:
-            if 0 <= k < last:
-                pair = new[k] << _SHIFT | new[k + 1]
-                counts[pair] += weight
-                grown.add(pair)
-                holders_of = where.get(pair)
-                if holders_of is None:
-                    where[pair] = {w}
-                else:
-                    holders_of.add(w)
+        n = len(old)
+        if made == 1:  # the usual case: one occurrence, its two neighbours
+            p = old.find(pair)
+            changed = []
+            if p:
+                counts[old[p - 1 : p + 1]] -= weight
+                changed.append(new[p - 1 : p + 1])
+            if p + 2 < n:
+                counts[old[p + 1 : p + 3]] -= weight
+                changed.append(new[p : p + 2])
+        else:
+            gone: set[int] = set()  # positions in old of the pairs an occurrence overlapped
+            beside: set[int] = set()  # positions in new of the pairs holding a made symbol
+            p = old.find(pair)
+            k = 0
+            while p >= 0:
+                gone.update((p - 1, p + 1))
+                beside.update((p - k - 1, p - k))
+                k += 1
+                p = old.find(pair, p + 2)
+            for j in gone:
+                if 0 <= j < n - 1:
+                    counts[old[j : j + 2]] -= weight
+            last = len(new) - 1
+            changed = [new[j : j + 2] for j in beside if 0 <= j < last]
+        for key in changed:
+            counts[key] = counts.get(key, 0) + weight
+            grown.add(key)
+            holders_of = where.get(key)
+            if holders_of is None:
+                where[key] = {w}
+            else:
+                holders_of.add(w)
         words[w] = new
-    grown.discard(a << _SHIFT | b)
+    grown.discard(pair)
     return grown
