@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -114,5 +115,5 @@ def test_corpus_or_counts_not_both() -> None:
 
 def test_python_engine_symbols_grow_in_place() -> None:
     symbols = ["a", "b</w>"]
-    pairs, counts = learn_python([[0, 1]], [3], symbols, 5, 2)
+    pairs, counts = learn_python(np.array([0, 1]), np.array([2]), np.array([3]), symbols, 5, 2)
     assert pairs == [(0, 1)] and counts == [3] and symbols == ["a", "b</w>", "ab</w>"]

@@ -24,21 +24,23 @@ It stops after *merges* merges or when the best count is below
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from .formats import bytes_to_unicode
 from .tokenizer import Tokenizer
 from .words import SCHEMES, WORD_END, Corpus, Scheme, count_words
 
-__all__ = ["Learnt", "MergeObserver", "learn", "learn_merges", "word_symbols"]
+__all__ = ["Learnt", "MergeObserver", "learn", "learn_merges", "learn_python", "spell", "word_symbols"]
 
 MergeObserver = Callable[[int, int], None]
 """Called as ``observer(done, count)`` after each merge, with the merge's count."""
 
-_SHIFT = 32
-_MASK = (1 << _SHIFT) - 1
+IntArray = npt.NDArray[np.integer[Any]]
 
 
 @dataclass(frozen=True)
@@ -96,33 +98,51 @@ def learn_merges(
     """The merges (and their counts) learnt from word *counts*: the engine without the Tokenizer."""
     if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
         raise ValueError(f"min_frequency must be a positive int, not {min_frequency!r}")
-    weighted = [(word, count) for word, count in counts.items() if word and count > 0]
-    spelt = [(word_symbols(word, scheme), count) for word, count in weighted]
-    if scheme == "byte":
-        alphabet = list(bytes_to_unicode())  # every byte, in byte order: ids 0-255 are the bytes
-    else:  # every character met, in both its forms, so any word of them can be encoded
-        chars = {ch for word, _ in weighted for ch in word}
-        alphabet = sorted(chars | {ch + WORD_END for ch in chars})
-    index = {symbol: i for i, symbol in enumerate(alphabet)}
-    words = [[index[s] for s in symbols] for symbols, _ in spelt if len(symbols) > 1]
-    freqs = [count for symbols, count in spelt if len(symbols) > 1]
+    alphabet, flat, lengths, freqs = spell(counts, scheme)
     symbols = list(alphabet)
-    if _use_kernels(sum(map(len, words))):
+    if _use_kernels(len(flat)):
         from . import _kernels
 
-        pairs, merge_counts = _kernels.learn(words, freqs, symbols, merges, min_frequency, observer)
+        pairs, merge_counts = _kernels.learn(flat, lengths, freqs, symbols, merges, min_frequency, observer)
     else:
-        pairs, merge_counts = learn_python(words, freqs, symbols, merges, min_frequency, observer)
+        pairs, merge_counts = learn_python(flat, lengths, freqs, symbols, merges, min_frequency, observer)
     return Learnt(alphabet, [(symbols[a], symbols[b]) for a, b in pairs], merge_counts)
 
 
+def spell(counts: Mapping[str, int], scheme: Scheme) -> tuple[list[str], IntArray, IntArray, IntArray]:
+    """The alphabet and the words of two symbols or more, as symbol ids back to back, their lengths and counts.
+
+    Word scheme: the alphabet is every character met and the same with
+    ``</w>``, sorted, so character *k* of the sorted ones has id ``2k`` and its
+    word-final form ``2k + 1``. Byte scheme: the 256 bytes, id = byte value.
+    """
+    weighted = [(word, count) for word, count in counts.items() if word and count > 0]
+    words = [word for word, _ in weighted]
+    if scheme == "byte":
+        alphabet = list(bytes_to_unicode())
+        encoded = [word.encode("utf-8", "surrogatepass") for word in words]
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        flat = np.frombuffer(b"".join(encoded), np.uint8).astype(np.int32)
+    else:
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+        points = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), np.uint32)
+        chars = np.unique(points)
+        flat = (2 * np.searchsorted(chars, points)).astype(np.int32)
+        flat[np.cumsum(lengths) - 1] += 1  # the last character of each word carries </w>
+        alphabet = [symbol for ch in map(chr, chars.tolist()) for symbol in (ch, ch + WORD_END)]
+    freqs = np.fromiter((count for _, count in weighted), np.int64, len(weighted))
+    keep = lengths > 1  # a word of one symbol holds no pair
+    if not keep.all():
+        flat = flat[np.repeat(keep, lengths)]
+        lengths, freqs = lengths[keep], freqs[keep]
+    return alphabet, flat, lengths, freqs
+
+
 def _use_kernels(nsymbols: int) -> bool:
-    """Whether the compiled path runs: ``bytepair.core.jit.use_numba`` decides, where it exists."""
-    try:
-        from ..core import jit  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return os.environ.get("BYTEPAIR_KERNELS") == "numba"
-    return bool(jit.use_numba(nsymbols))
+    """Whether the compiled path runs (``bytepair.core.jit`` decides: ``BYTEPAIR_KERNELS``, size, numba)."""
+    from ..core import jit
+
+    return jit.use_numba(nsymbols)
 
 
 def _reverse_key(symbol: str) -> tuple[int, ...]:
@@ -131,14 +151,15 @@ def _reverse_key(symbol: str) -> tuple[int, ...]:
 
 
 def learn_python(
-    words: list[list[int]],
-    freqs: list[int],
+    flat: IntArray,
+    lengths: IntArray,
+    freqs: IntArray,
     symbols: list[str],
     merges: int,
     min_frequency: int,
     observer: MergeObserver | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
-    """The pure-Python engine over *words* (symbol ids, at least two each) weighted by *freqs*.
+    """The pure-Python engine over words (symbol ids in *flat*, *lengths* of two or more) weighted by *freqs*.
 
     *symbols* (id -> string) grows by the new symbols. Returns the merged id
     pairs and their counts. Inside, a word is a ``str`` with one character per
@@ -147,11 +168,14 @@ def learn_python(
     """
     ids = {symbol: i for i, symbol in enumerate(symbols)}
     keys = [_reverse_key(symbol) for symbol in symbols]
-    spelt = ["".join(map(chr, word)) for word in words]
+    whole = flat.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    ends = np.cumsum(lengths).tolist()
+    spelt = [whole[end - n : end] for end, n in zip(ends, lengths.tolist(), strict=True)]
+    weights = freqs.tolist()
     counts: dict[str, int] = {}
     where: dict[str, set[int]] = {}
     for w, word in enumerate(spelt):
-        weight = freqs[w]
+        weight = weights[w]
         for i in range(len(word) - 1):
             pair = word[i : i + 2]
             counts[pair] = counts.get(pair, 0) + weight
@@ -183,7 +207,7 @@ def learn_python(
             c = ids[merged] = len(symbols)
             symbols.append(merged)
             keys.append(_reverse_key(merged))
-        grown = _merge_words(spelt, freqs, where.pop(pair), pair, chr(c), counts, where)
+        grown = _merge_words(spelt, weights, where.pop(pair), pair, chr(c), counts, where)
         counts.pop(pair, None)
         for new in grown:
             heapq.heappush(heap, (-counts[new], keys[ord(new[0])], keys[ord(new[1])], new))
@@ -191,8 +215,6 @@ def learn_python(
         done_counts.append(count)
         if observer is not None:
             observer(len(done), count)
-    for w, word in enumerate(spelt):
-        words[w] = list(map(ord, word))
     return done, done_counts
 
 
