@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bytepair.subword import count_words, learn, learn_merges
+from bytepair.subword import Tokenizer, count_words, learn, learn_merges
 from bytepair.subword.learn import learn_python, spell
 from tests.subword_reference import ENGLISH, english, snmt_learn
 
@@ -73,3 +73,44 @@ def test_counts_and_merges_on_joined_english(kernels: str) -> None:
     found = learn_merges(count_words(text.split("\n")), 4000)
     assert found.merges == snmt_learn(text, 4000)
     assert found.counts == sorted(found.counts, reverse=True)  # a best count never rises
+
+
+def _fresh(tok: Tokenizer) -> Tokenizer:
+    return Tokenizer(tok.merges, scheme=tok.scheme, vocab=tok.vocab)
+
+
+@pytest.mark.parametrize("scheme", ["word", "byte"])
+def test_encoders_agree_on_english(kernels: str, scheme: str) -> None:
+    text = english("calgary/paper2")
+    training = [*english("canterbury/alice29.txt").split("\n"), text]  # every character of text is met
+    tok = learn(training, 2000, scheme=scheme)  # type: ignore[arg-type]
+    ids = tok.encode(text)
+    assert ids == _reference_ids(tok, text)
+    if scheme == "word":
+        lines = text.split("\n")
+        assert list(_fresh(tok).apply_lines(lines)) == [_fresh(tok).apply(line) for line in lines]
+
+
+def _reference_ids(tok: Tokenizer, text: str) -> list[int]:
+    """Word by word through the Python tokenizer, no cache shared."""
+    fresh = _fresh(tok)
+    return [fresh.vocab[t] for word in fresh.words(text) for t in fresh.tokenize_word(word)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet="abcé😀 \n", max_size=30), min_size=1, max_size=8), st.text(max_size=60))
+def test_encoders_agree_on_generated_text(training: list[str], text: str) -> None:
+    import os
+
+    tok = learn(training, 40, scheme="byte", min_frequency=1)
+    expected = _reference_ids(tok, text)
+    old = os.environ.get("BYTEPAIR_KERNELS")
+    try:
+        for kernels in ("numpy", "numba"):
+            os.environ["BYTEPAIR_KERNELS"] = kernels
+            assert _fresh(tok).encode(text) == expected
+    finally:
+        if old is None:
+            os.environ.pop("BYTEPAIR_KERNELS", None)
+        else:
+            os.environ["BYTEPAIR_KERNELS"] = old

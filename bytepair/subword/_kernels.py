@@ -416,3 +416,82 @@ def learn(
         for number, count in enumerate(counts, start=1):
             observer(number, count)
     return pairs, counts
+
+
+# -- applying merges to words (encoding) ---------------------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def build_merge_table(lefts, rights, mades):  # type: ignore[no-untyped-def]
+    """An open-addressing table from ``left << 32 | right`` to (rank, made id); the first rank of a pair wins."""
+    size = 16
+    while size < 2 * lefts.shape[0]:
+        size *= 2
+    table_keys = np.full(size, -1, np.int64)
+    table_rank = np.empty(size, np.int64)
+    table_made = np.empty(size, np.int64)
+    for rank in range(lefts.shape[0]):
+        key = (lefts[rank] << 32) | rights[rank]
+        place = _probe(table_keys, key)
+        if table_keys[place] != key:
+            table_keys[place] = key
+            table_rank[place] = rank
+            table_made[place] = mades[rank]
+    return table_keys, table_rank, table_made
+
+
+@numba.njit(cache=True, nogil=True)
+def apply_kernel(sym, start, length, table_keys, table_rank, table_made):  # type: ignore[no-untyped-def]
+    """Merge each word in place, GPT-2's and subword-nmt's way: while some adjacent pair was ever merged,
+    merge every occurrence (left to right) of the one merged earliest. *length* is updated."""
+    for w in range(start.shape[0]):
+        s0 = start[w]
+        n = length[w]
+        while n > 1:
+            best = -1
+            best_rank = table_keys.shape[0] + (1 << 62)
+            left = 0
+            right = 0
+            for i in range(n - 1):
+                key = (np.int64(sym[s0 + i]) << 32) | np.int64(sym[s0 + i + 1])
+                place = _probe(table_keys, key)
+                if table_keys[place] == key and table_rank[place] < best_rank:
+                    best_rank = table_rank[place]
+                    best = table_made[place]
+                    left = sym[s0 + i]
+                    right = sym[s0 + i + 1]
+            if best < 0:
+                break
+            j = 0
+            i = 0
+            while i < n:
+                if i + 1 < n and sym[s0 + i] == left and sym[s0 + i + 1] == right:
+                    sym[s0 + j] = best
+                    i += 2
+                else:
+                    sym[s0 + j] = sym[s0 + i]
+                    i += 1
+                j += 1
+            n = j
+        length[w] = n
+
+
+class MergeTable:
+    """A tokenizer's merges as the compiled encoder's table (ids of the vocabulary)."""
+
+    def __init__(self, merges: list[tuple[str, str]], vocab: dict[str, int]) -> None:
+        lefts = np.array([vocab[a] for a, _ in merges], np.int64)
+        rights = np.array([vocab[b] for _, b in merges], np.int64)
+        mades = np.array([vocab[a + b] for a, b in merges], np.int64)
+        self.keys, self.ranks, self.mades = build_merge_table(lefts, rights, mades)
+
+    def apply(self, flat: IntArray, lengths: IntArray) -> list[list[int]]:
+        """The token ids of each word (initial symbol ids *flat*, *lengths*)."""
+        lengths = np.array(lengths, np.int64)
+        start = np.zeros(len(lengths), np.int64)
+        if len(lengths):
+            np.cumsum(lengths[:-1], out=start[1:])
+        sym = np.array(flat, np.int32)
+        apply_kernel(sym, start, lengths, self.keys, self.ranks, self.mades)
+        whole = sym.tolist()
+        return [whole[s : s + n] for s, n in zip(start.tolist(), lengths.tolist(), strict=True)]

@@ -138,8 +138,8 @@ def _apply(args: argparse.Namespace) -> int:
     try:
         sink = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout  # noqa: SIM115
         try:
-            for line in _lines(source):
-                sink.write(tok.apply(line, args.separator))
+            for out in tok.apply_lines(_lines(source), args.separator):
+                sink.write(out)
         finally:
             if sink is not sys.stdout:
                 sink.close()

@@ -19,15 +19,25 @@ vocabulary costs a split and a dictionary lookup per word.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, pairwise
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from .errors import InvalidIdError, UnknownSymbolError, VocabMismatchError
 from .formats import bytes_to_unicode, read_codes, read_gpt2, unicode_to_bytes, write_codes, write_gpt2
 from .words import SCHEMES, WORD_END, Scheme, split_chunks, split_words
 
 __all__ = ["Tokenizer"]
+
+
+def _use_kernels(nsymbols: int) -> bool:
+    from ..core import jit
+
+    return jit.use_numba(nsymbols)
+
 
 _CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied when it grows past this
 
@@ -61,8 +71,9 @@ class Tokenizer:
         self._ranks: dict[tuple[str, str], int] = {}
         for rank, pair in enumerate(self.merges):
             self._ranks.setdefault(pair, rank)  # a repeated merge keeps its first rank, as in subword-nmt
-        self._cache: dict[str, tuple[str, ...]] = {}
-        self._id_cache: dict[str, list[int]] = {}
+        self._cache: dict[str, tuple[str, ...]] = {}  # word -> tokens, for the Python path
+        self._id_cache: dict[str, list[int]] = {}  # word -> token ids, what encode reads
+        self._table: Any = None  # the compiled encoder's merge table, made on first use
 
     def __repr__(self) -> str:
         return f"<Tokenizer scheme={self.scheme!r} merges={len(self.merges)} vocab={len(self.vocab)}>"
@@ -106,21 +117,88 @@ class Tokenizer:
         tokens = tuple(symbols)
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
-            self._id_cache.clear()
         self._cache[word] = tokens
         return tokens
 
-    def _word_ids(self, word: str) -> list[int]:
-        cached = self._id_cache.get(word)
-        if cached is not None:
-            return cached
-        vocab = self.vocab
+    def _ids_of(self, words: list[str]) -> list[list[int]]:
+        """The token ids of each of *words*, from the cache, tokenizing the words it lacks first."""
+        cache = self._id_cache
         try:
-            ids = [vocab[token] for token in self.tokenize_word(word)]
-        except KeyError as exc:
-            raise UnknownSymbolError(f"{word!r}: the vocabulary has no token {exc.args[0]!r}") from None
-        self._id_cache[word] = ids
-        return ids
+            return [cache[word] for word in words]
+        except KeyError:
+            pass
+        self._fill({word for word in words if word not in cache}, strict=True)
+        return [cache[word] for word in words]
+
+    def _fill(self, missing: set[str], *, strict: bool) -> None:
+        """Tokenize *missing* words into the id cache: compiled for a large batch when numba runs.
+
+        A word holding a symbol the vocabulary lacks raises :class:`UnknownSymbolError`
+        when *strict*, else stays out of the cache (``tokenize`` and ``apply`` still
+        tokenize it, as strings).
+        """
+        if len(self._id_cache) + len(missing) > _CACHE_LIMIT:
+            self._id_cache.clear()
+            self._cache.clear()
+        words = list(missing)
+        if words and _use_kernels(sum(map(len, words))):
+            flat, lengths, known = self._spell(words)
+            covered = [word for word, k in zip(words, known, strict=True) if k]
+            for word, ids in zip(covered, self._merge_table().apply(flat, lengths), strict=True):
+                self._id_cache[word] = ids
+            words = [word for word, k in zip(words, known, strict=True) if not k]
+        vocab = self.vocab
+        for word in words:
+            try:
+                self._id_cache[word] = [vocab[token] for token in self.tokenize_word(word)]
+            except KeyError as exc:
+                if strict:
+                    raise UnknownSymbolError(f"{word!r}: the vocabulary has no token {exc.args[0]!r}") from None
+
+    def _spell(self, words: list[str]) -> tuple[Any, Any, list[bool]]:
+        """The initial symbol ids of *words* back to back, their lengths, and which words the vocabulary covers."""
+        vocab = self.vocab
+        if self.scheme == "byte":
+            encoded = [word.encode("utf-8", "surrogatepass") for word in words]
+            lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+            table = self._byte_ids()
+            flat = table[np.frombuffer(b"".join(encoded), np.uint8)]
+        else:
+            lengths = np.fromiter(map(len, words), np.int64, len(words))
+            points = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), np.uint32)
+            chars, where = np.unique(points, return_inverse=True)
+            inner = np.array([vocab.get(chr(ch), -1) for ch in chars.tolist()], np.int64)
+            final = np.array([vocab.get(chr(ch) + WORD_END, -1) for ch in chars.tolist()], np.int64)
+            flat = inner[where]
+            ends = np.cumsum(lengths) - 1
+            flat[ends] = final[where[ends]]
+        bad = np.add.reduceat((flat < 0).astype(np.int64), np.cumsum(lengths) - lengths)
+        known = (bad == 0).tolist()
+        if not all(known):
+            keep = np.repeat(np.asarray(known), lengths)
+            return flat[keep], lengths[np.asarray(known)], known
+        return flat, lengths, known
+
+    def _byte_ids(self) -> Any:
+        table = np.full(256, -1, np.int64)
+        for byte, ch in enumerate(bytes_to_unicode()):
+            table[byte] = self.vocab.get(ch, -1)
+        return table
+
+    def _merge_table(self) -> Any:
+        if self._table is None:
+            from . import _kernels
+
+            self._table = _kernels.MergeTable(self.merges, self.vocab)
+        return self._table
+
+    def _pieces(self, words: list[str]) -> list[tuple[str, ...]]:
+        """The tokens of each of *words* (as strings, so words with unknown symbols are tokenized too)."""
+        cache = self._id_cache
+        if any(word not in cache for word in words):
+            self._fill({word for word in words if word not in cache}, strict=False)
+        tokens = self._tokens
+        return [tuple(tokens[i] for i in cache[word]) if word in cache else self.tokenize_word(word) for word in words]
 
     # -- text -----------------------------------------------------------------------------------
 
@@ -130,11 +208,11 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of *text*, in order."""
-        return list(chain.from_iterable(map(self.tokenize_word, self.words(text))))
+        return list(chain.from_iterable(self._pieces(self.words(text))))
 
     def encode(self, text: str) -> list[int]:
         """The token ids of *text*; :class:`UnknownSymbolError` for a symbol the vocabulary lacks."""
-        return list(chain.from_iterable(map(self._word_ids, self.words(text))))
+        return list(chain.from_iterable(self._ids_of(self.words(text))))
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary."""
@@ -154,6 +232,22 @@ class Tokenizer:
         except UnicodeDecodeError:  # ids that cut a character in two: replaced, as GPT-2's decoders do
             return data.decode("utf-8", "replace")
 
+    def apply_lines(self, lines: Iterable[str], separator: str = "@@") -> Iterator[str]:
+        """:meth:`apply` to each of *lines*, tokenizing the new words of many lines at a time."""
+        batch: list[str] = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) == 4096:
+                yield from self._apply_batch(batch, separator)
+                batch = []
+        yield from self._apply_batch(batch, separator)
+
+    def _apply_batch(self, lines: list[str], separator: str) -> Iterator[str]:
+        words = {word for line in lines for word in line.strip("\r\n ").split(" ") if word}
+        self._fill({word for word in words if word not in self._id_cache}, strict=False)
+        for line in lines:
+            yield self.apply(line, separator)
+
     def apply(self, line: str, separator: str = "@@") -> str:
         """``subword-nmt apply-bpe``'s output for one *line*: a word's pieces joined by ``@@ ``.
 
@@ -169,7 +263,8 @@ class Tokenizer:
         for word in stripped.split(" "):
             if not word:
                 continue
-            pieces = self._cache.get(word) or self.tokenize_word(word)
+            ids = self._id_cache.get(word)
+            pieces = tuple(self._tokens[i] for i in ids) if ids is not None else self.tokenize_word(word)
             out.extend(piece + separator for piece in pieces[:-1])
             last = pieces[-1]
             out.append(last[: -len(WORD_END)] if last.endswith(WORD_END) else last)
