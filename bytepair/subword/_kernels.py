@@ -485,13 +485,13 @@ class MergeTable:
         mades = np.array([vocab[a + b] for a, b in merges], np.int64)
         self.keys, self.ranks, self.mades = build_merge_table(lefts, rights, mades)
 
-    def apply(self, flat: IntArray, lengths: IntArray) -> list[list[int]]:
-        """The token ids of each word (initial symbol ids *flat*, *lengths*)."""
+    def apply(self, flat: IntArray, lengths: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        """Merge words (initial symbol ids *flat*, *lengths*): the merged ids (each word where it
+        started, a gap after it), each word's start and its merged length."""
         lengths = np.array(lengths, np.int64)
         start = np.zeros(len(lengths), np.int64)
         if len(lengths):
             np.cumsum(lengths[:-1], out=start[1:])
         sym = np.array(flat, np.int32)
         apply_kernel(sym, start, lengths, self.keys, self.ranks, self.mades)
-        whole = sym.tolist()
-        return [whole[s : s + n] for s, n in zip(start.tolist(), lengths.tolist(), strict=True)]
+        return sym.astype(np.int64), start, lengths

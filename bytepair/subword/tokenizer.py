@@ -72,7 +72,10 @@ class Tokenizer:
         for rank, pair in enumerate(self.merges):
             self._ranks.setdefault(pair, rank)  # a repeated merge keeps its first rank, as in subword-nmt
         self._cache: dict[str, tuple[str, ...]] = {}  # word -> tokens, for the Python path
-        self._id_cache: dict[str, list[int]] = {}  # word -> token ids, what encode reads
+        self._index: dict[str, int] = {}  # word -> its place in _starts/_lens
+        self._flat: Any = np.zeros(0, np.int64)  # token ids, word after word
+        self._starts: Any = np.zeros(0, np.int64)
+        self._lens: Any = np.zeros(0, np.int64)
         self._table: Any = None  # the compiled encoder's merge table, made on first use
 
     def __repr__(self) -> str:
@@ -120,40 +123,75 @@ class Tokenizer:
         self._cache[word] = tokens
         return tokens
 
-    def _ids_of(self, words: list[str]) -> list[list[int]]:
-        """The token ids of each of *words*, from the cache, tokenizing the words it lacks first."""
-        cache = self._id_cache
+    def _slots(self, words: list[str]) -> Any:
+        """Each word's place in the id cache (an int64 array), tokenizing the words it lacks first."""
+        index = self._index
         try:
-            return [cache[word] for word in words]
+            return np.fromiter(map(index.__getitem__, words), np.int64, len(words))
         except KeyError:
-            pass
-        self._fill({word for word in words if word not in cache}, strict=True)
-        return [cache[word] for word in words]
+            self._fill({word for word in words if word not in index}, strict=True)
+        return np.fromiter(map(index.__getitem__, words), np.int64, len(words))
 
     def _fill(self, missing: set[str], *, strict: bool) -> None:
         """Tokenize *missing* words into the id cache: compiled for a large batch when numba runs.
 
-        A word holding a symbol the vocabulary lacks raises :class:`UnknownSymbolError`
-        when *strict*, else stays out of the cache (``tokenize`` and ``apply`` still
-        tokenize it, as strings).
+        The cache is the token ids of every word back to back (``_flat``), each
+        word's ``_starts``/``_lens`` and ``_index`` (word -> its place): encode
+        gathers a text's ids from it with numpy, without a list per word. A word
+        holding a symbol the vocabulary lacks raises :class:`UnknownSymbolError`
+        when *strict*, else stays out of the cache (``tokenize`` and ``apply``
+        still tokenize it, as strings).
         """
-        if len(self._id_cache) + len(missing) > _CACHE_LIMIT:
-            self._id_cache.clear()
-            self._cache.clear()
+        if not missing:
+            return
+        if len(self._index) + len(missing) > _CACHE_LIMIT:
+            self._clear_cache()
         words = list(missing)
-        if words and _use_kernels(sum(map(len, words))):
+        flats, starts, lens = [self._flat], [self._starts], [self._lens]
+        base = len(self._flat)
+        if _use_kernels(sum(map(len, words))):
             flat, lengths, known = self._spell(words)
             covered = [word for word, k in zip(words, known, strict=True) if k]
-            for word, ids in zip(covered, self._merge_table().apply(flat, lengths), strict=True):
-                self._id_cache[word] = ids
+            merged, slot_starts, merged_lengths = self._merge_table().apply(flat, lengths)
+            first = len(self._index)
+            self._index.update(zip(covered, range(first, first + len(covered)), strict=True))
+            flats.append(merged)
+            starts.append(slot_starts + base)
+            lens.append(merged_lengths)
+            base += len(merged)
             words = [word for word, k in zip(words, known, strict=True) if not k]
         vocab = self.vocab
+        ids: list[int] = []
+        word_lens: list[int] = []
         for word in words:
             try:
-                self._id_cache[word] = [vocab[token] for token in self.tokenize_word(word)]
+                tokens = [vocab[token] for token in self.tokenize_word(word)]
             except KeyError as exc:
                 if strict:
                     raise UnknownSymbolError(f"{word!r}: the vocabulary has no token {exc.args[0]!r}") from None
+                continue
+            self._index[word] = len(self._index)
+            ids.extend(tokens)
+            word_lens.append(len(tokens))
+        if word_lens:
+            counts = np.array(word_lens, np.int64)
+            flats.append(np.array(ids, np.int64))
+            starts.append(base + np.cumsum(counts) - counts)
+            lens.append(counts)
+        self._flat, self._starts, self._lens = (np.concatenate(parts) for parts in (flats, starts, lens))
+
+    def _clear_cache(self) -> None:
+        self._index = {}
+        self._flat = self._starts = self._lens = np.zeros(0, np.int64)
+        self._cache.clear()
+
+    def _word_ids(self, word: str) -> list[int] | None:
+        """The cached token ids of one word, or None."""
+        slot = self._index.get(word)
+        if slot is None:
+            return None
+        start = int(self._starts[slot])
+        return self._flat[start : start + int(self._lens[slot])].tolist()  # type: ignore[no-any-return]
 
     def _spell(self, words: list[str]) -> tuple[Any, Any, list[bool]]:
         """The initial symbol ids of *words* back to back, their lengths, and which words the vocabulary covers."""
@@ -194,11 +232,17 @@ class Tokenizer:
 
     def _pieces(self, words: list[str]) -> list[tuple[str, ...]]:
         """The tokens of each of *words* (as strings, so words with unknown symbols are tokenized too)."""
-        cache = self._id_cache
-        if any(word not in cache for word in words):
-            self._fill({word for word in words if word not in cache}, strict=False)
-        tokens = self._tokens
-        return [tuple(tokens[i] for i in cache[word]) if word in cache else self.tokenize_word(word) for word in words]
+        self._fill({word for word in words if word not in self._cache and word not in self._index}, strict=False)
+        return [self._word_pieces(word) for word in words]
+
+    def _word_pieces(self, word: str) -> tuple[str, ...]:
+        pieces = self._cache.get(word)
+        if pieces is None:
+            ids = self._word_ids(word)
+            if ids is None:
+                return self.tokenize_word(word)
+            pieces = self._cache[word] = tuple(self._tokens[i] for i in ids)
+        return pieces
 
     # -- text -----------------------------------------------------------------------------------
 
@@ -212,7 +256,12 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         """The token ids of *text*; :class:`UnknownSymbolError` for a symbol the vocabulary lacks."""
-        return list(chain.from_iterable(self._ids_of(self.words(text))))
+        slots = self._slots(self.words(text))
+        lens = self._lens[slots]
+        if not len(lens):
+            return []
+        shift = self._starts[slots] - (np.cumsum(lens) - lens)  # where each word's ids move to
+        return self._flat[np.repeat(shift, lens) + np.arange(int(lens.sum()))].tolist()  # type: ignore[no-any-return]
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary."""
@@ -244,7 +293,7 @@ class Tokenizer:
 
     def _apply_batch(self, lines: list[str], separator: str) -> Iterator[str]:
         words = {word for line in lines for word in line.strip("\r\n ").split(" ") if word}
-        self._fill({word for word in words if word not in self._id_cache}, strict=False)
+        self._fill({word for word in words if word not in self._cache and word not in self._index}, strict=False)
         for line in lines:
             yield self.apply(line, separator)
 
@@ -263,8 +312,7 @@ class Tokenizer:
         for word in stripped.split(" "):
             if not word:
                 continue
-            ids = self._id_cache.get(word)
-            pieces = tuple(self._tokens[i] for i in ids) if ids is not None else self.tokenize_word(word)
+            pieces = self._word_pieces(word)
             out.extend(piece + separator for piece in pieces[:-1])
             last = pieces[-1]
             out.append(last[: -len(WORD_END)] if last.endswith(WORD_END) else last)
