@@ -23,8 +23,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 import numpy.typing as npt
-from numba import types
-from numba.typed import Dict
 
 from .learn import IntArray, MergeObserver
 
@@ -164,13 +162,21 @@ def learn_kernel(  # type: ignore[no-untyped-def]
     text = np.empty(max(16, 2 * chars.shape[0]), np.int32)
     text[: chars.shape[0]] = chars
     used = chars.shape[0]
-    by_hash = Dict.empty(key_type=types.uint64, value_type=types.int64)
+    # strings by hash (62 bits, so a hash is a non-negative int64 key of an open-addressing table)
+    hash_size = 16
+    while hash_size < 2 * capacity:
+        hash_size *= 2
+    hash_keys = np.full(hash_size, -1, np.int64)
+    hash_ids = np.empty(hash_size, np.int64)
+    low62 = np.uint64((1 << 62) - 1)
     for s in range(nsymbols):
         h = np.uint64(0)
         for i in range(cl[s]):
             h = h * base + np.uint64(text[cs[s] + i])
         hs[s] = h
-        by_hash[h] = s
+        place = _probe(hash_keys, np.int64(h & low62))
+        hash_keys[place] = np.int64(h & low62)
+        hash_ids[place] = s
     n = nsymbols
     # -- pair slots: counts and holder lists
     table_keys = np.full(1 << 16, -1, np.int64)
@@ -247,7 +253,8 @@ def learn_kernel(  # type: ignore[no-untyped-def]
         b = top_key & 0xFFFFFFFF
         # the merged symbol: an existing one with the same string, or a new one
         h = hs[a] * _power(base, cl[b]) + hs[b]
-        c = by_hash[h] if h in by_hash else -1  # noqa: SIM401 (numba's .get returns an Optional)
+        hash_place = _probe(hash_keys, np.int64(h & low62))
+        c = hash_ids[hash_place] if hash_keys[hash_place] >= 0 else -1
         if c >= 0 and cl[c] == cl[a] + cl[b]:
             for i in range(cl[a]):
                 if text[cs[c] + i] != text[cs[a] + i]:
@@ -273,7 +280,8 @@ def learn_kernel(  # type: ignore[no-untyped-def]
             cs[c] = used
             cl[c] = cl[a] + cl[b]
             hs[c] = h
-            by_hash[h] = c
+            hash_keys[hash_place] = np.int64(h & low62)
+            hash_ids[hash_place] = c
             used = need
         # visit the words holding the pair
         ngrown = 0
