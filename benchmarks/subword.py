@@ -7,18 +7,23 @@ alice29, asyoulik, lcet10, plrabn12; Calgary book1, book2, paper1-6, news),
 each line's whitespace runs made single spaces, joined, and repeated (or cut) to
 ``--size`` MB (10 by default; 0 keeps the joined texts as they are, 3.1 MB).
 
-Each case runs in a fresh child process (this script with ``--case``), so its
-peak RSS (``ru_maxrss``) is its own and a compiled kernel's import is counted
-where it is paid. Cases, each skipped when its package is missing:
+The text is written to a temporary file once; each case runs in a fresh child
+process (this script with ``--case``) that reads the file itself, so its peak RSS
+(``ru_maxrss``) is its own, holds no copy of the text, and a compiled kernel's
+import is counted where it is paid. Encoding goes through the file in pieces of
+about 1 MB (tokens are counted, not kept). Cases, each skipped when its package is missing:
 
-* ``bytepair-numpy`` / ``bytepair-numba``: ``bytepair.subword.learn`` (word scheme)
-  with ``BYTEPAIR_KERNELS=numpy|numba``; count = ``count_words``, learn = the
-  engine; encode = ``Tokenizer.encode`` of the whole text (a cache of words).
-* ``subword-nmt``: ``learn_bpe`` in-process (its own word counting included),
-  ``BPE.process_line`` per line to encode. Slow: about 50 s for 10 MB on an idle core.
+* ``bytepair-numpy`` / ``bytepair-numba``: ``bytepair.subword`` (word scheme)
+  with ``BYTEPAIR_KERNELS=numpy|numba``; count = ``count_words(path)``, learn =
+  the engine (total = both); encode = ``Tokenizer.encode`` of each piece (a
+  cache of words). The numba case first compiles or loads its kernels, untimed.
+* ``subword-nmt``: ``learn_bpe`` in-process on the file (its own word counting
+  included), ``BPE.process_line`` per line to encode. Slow: about 50 s for
+  10 MB on an idle core.
 * ``hf-tokenizers``: a BPE model with ``end_of_word_suffix="</w>"``, the
-  ``WhitespaceSplit`` pre-tokenizer and ``BpeTrainer(min_frequency=2)`` fed the
-  lines; ``encode_batch`` of the lines, one thread (``RAYON_NUM_THREADS=1``).
+  ``WhitespaceSplit`` pre-tokenizer and ``BpeTrainer(min_frequency=2)``, trained
+  on the file; ``encode_batch`` of each piece's lines, one thread
+  (``RAYON_NUM_THREADS=1``).
 
 Merges learnt by bytepair and subword-nmt are compared (same list, or the first
 difference); Hugging Face learns another order of ties (its own rule), so only
@@ -38,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -76,66 +82,78 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_bytepair(text: str, merges: int, kernels: str) -> dict[str, object]:
+def chunks(path: str, size: int = 1 << 20) -> Iterator[str]:
+    """The file's text in pieces of about *size* characters, cut after a line."""
+    with open(path, encoding="utf-8") as stream:
+        while True:
+            piece = stream.read(size)
+            if not piece:
+                return
+            piece += stream.readline()
+            yield piece
+
+
+def run_bytepair(path: str, merges: int, kernels: str) -> dict[str, object]:
     os.environ["BYTEPAIR_KERNELS"] = kernels
     from bytepair.subword import count_words, learn
 
-    lines = text.split("\n")
     t0 = time.perf_counter()
-    counts = count_words(lines)
+    counts = count_words(Path(path))
     t1 = time.perf_counter()
     tok = learn(counts=counts, merges=merges)
     t2 = time.perf_counter()
-    ids = tok.encode(text)
+    tokens = sum(len(tok.encode(piece)) for piece in chunks(path))
     t3 = time.perf_counter()
     return {
         "count_s": t1 - t0,
         "learn_s": t2 - t1,
         "total_s": t2 - t0,
         "merges": [f"{a} {b}" for a, b in tok.merges],
-        "encode_mb_s": len(text.encode("utf-8")) / 1e6 / (t3 - t2),
-        "tokens": len(ids),
+        "encode_mb_s": os.path.getsize(path) / 1e6 / (t3 - t2),
+        "tokens": tokens,
     }
 
 
-def run_subword_nmt(text: str, merges: int) -> dict[str, object]:
+def run_subword_nmt(path: str, merges: int) -> dict[str, object]:
     from subword_nmt.apply_bpe import BPE
     from subword_nmt.learn_bpe import learn_bpe
 
     out = io.StringIO()
     t0 = time.perf_counter()
-    with contextlib.redirect_stderr(io.StringIO()):
-        learn_bpe(io.StringIO(text), out, merges)
+    with contextlib.redirect_stderr(io.StringIO()), open(path, encoding="utf-8") as source:
+        learn_bpe(source, out, merges)
     t1 = time.perf_counter()
     bpe = BPE(io.StringIO(out.getvalue()))
     t2 = time.perf_counter()
-    tokens = sum(len(bpe.process_line(line).split()) for line in text.split("\n"))
+    with open(path, encoding="utf-8") as source:
+        tokens = sum(len(bpe.process_line(line).split()) for line in source)
     t3 = time.perf_counter()
     return {
         "learn_s": t1 - t0,
         "total_s": t1 - t0,
         "merges": out.getvalue().split("\n")[1:-1],
-        "encode_mb_s": len(text.encode("utf-8")) / 1e6 / (t3 - t2),
+        "encode_mb_s": os.path.getsize(path) / 1e6 / (t3 - t2),
         "tokens": tokens,
     }
 
 
-def run_hf(text: str, merges: int) -> dict[str, object]:
+def run_hf(path: str, merges: int) -> dict[str, object]:
     os.environ["RAYON_NUM_THREADS"] = "1"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    lines = text.split("\n")
-    alphabet = len(set(text) - {" ", "\n"})
+    alphabet = set()
+    for piece in chunks(path):
+        alphabet.update(piece)
     hf = Tokenizer(models.BPE(end_of_word_suffix="</w>"))
     hf.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     trainer = trainers.BpeTrainer(
-        vocab_size=2 * alphabet + merges, min_frequency=2, end_of_word_suffix="</w>", show_progress=False
+        vocab_size=2 * len(alphabet) + merges, min_frequency=2, end_of_word_suffix="</w>", show_progress=False
     )
     t0 = time.perf_counter()
-    hf.train_from_iterator(lines, trainer)
+    hf.train([path], trainer)
     t1 = time.perf_counter()
-    encoded = hf.encode_batch(lines)
+    tokens = sum(len(e.ids) for piece in chunks(path) for e in hf.encode_batch(piece.split("\n")))
     t2 = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         hf.model.save(folder)
@@ -144,37 +162,39 @@ def run_hf(text: str, merges: int) -> dict[str, object]:
         "learn_s": t1 - t0,
         "total_s": t1 - t0,
         "merges_count": len(learnt),
-        "encode_mb_s": len(text.encode("utf-8")) / 1e6 / (t2 - t1),
-        "tokens": sum(len(e.ids) for e in encoded),
+        "encode_mb_s": os.path.getsize(path) / 1e6 / (t2 - t1),
+        "tokens": tokens,
     }
 
 
-def run_case(case: str, size: float, merges: int) -> dict[str, object]:
-    text = reference_text(size)
+def run_case(case: str, path: str, merges: int) -> dict[str, object]:
     if case == "bytepair-numpy":
-        result = run_bytepair(text, merges, "numpy")
+        result = run_bytepair(path, merges, "numpy")
     elif case == "bytepair-numba":
         import importlib.util
 
         if importlib.util.find_spec("numba") is None:
             return {"skipped": "numba is not installed (pip install 'bytepair[fast]')"}
         t = time.perf_counter()
-        run_bytepair(text[:200_000], 10, "numba")  # compile, or load the cache, outside the timing
-        warm = time.perf_counter() - t
-        result = run_bytepair(text, merges, "numba")
+        from bytepair.subword import learn
+
+        os.environ["BYTEPAIR_KERNELS"] = "numba"
+        learn(next(chunks(path)).split("\n")[:2000], 10).encode("warm up the encoder")
+        warm = time.perf_counter() - t  # compile, or load the cache, outside the timing
+        result = run_bytepair(path, merges, "numba")
         result["warm_up_s"] = warm
     elif case == "subword-nmt":
         try:
-            result = run_subword_nmt(text, merges)
+            result = run_subword_nmt(path, merges)
         except ImportError:
             return {"skipped": "subword-nmt is not installed"}
     else:
         try:
-            result = run_hf(text, merges)
+            result = run_hf(path, merges)
         except ImportError:
             return {"skipped": "tokenizers is not installed"}
     result["peak_rss_mb"] = peak_rss_mb()
-    result["text_mb"] = len(text.encode("utf-8")) / 1e6
+    result["text_mb"] = os.path.getsize(path) / 1e6
     return result
 
 
@@ -185,22 +205,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help=f"comma-separated cases of {', '.join(CASES)}")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--file", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not (SHARED / "corpus").is_dir():
         print(f"{SHARED / 'corpus'} is absent: the corpora live in ../shared beside the repo", file=sys.stderr)
         return 2
     if args.case:
-        print(json.dumps(run_case(args.case, args.size, args.merges)))
+        print(json.dumps(run_case(args.case, args.file, args.merges)))
         return 0
     cases = args.only.split(",") if args.only else list(CASES)
     results: dict[str, dict[str, object]] = {}
-    for case in cases:
-        command = [sys.executable, __file__, "--case", case, "--size", str(args.size), "--merges", str(args.merges)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            results[case] = {"skipped": f"failed: {done.stderr.strip().splitlines()[-1:]}"}
-        else:
-            results[case] = json.loads(done.stdout)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "text.txt")
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(reference_text(args.size))
+        for case in cases:
+            command = [sys.executable, __file__, "--case", case, "--file", path, "--merges", str(args.merges)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                results[case] = {"skipped": f"failed: {done.stderr.strip().splitlines()[-1:]}"}
+            else:
+                results[case] = json.loads(done.stdout)
     reference = results.get("subword-nmt", {}).get("merges")
     print(f"learn {args.merges} merges (word scheme, min frequency 2), then encode the same text")
     print(
