@@ -24,6 +24,7 @@ It stops after *merges* merges or when the best count is below
 from __future__ import annotations
 
 import heapq
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -195,7 +196,7 @@ def learn_python(
         if c is None:
             c = ids[merged] = len(symbols)
             symbols.append(merged)
-            keys.append(_reverse_key(merged))
+            keys.append(keys[a][:-1] + keys[b])  # the reversed key of the joined strings
         grown = _merge_words(spelt, weights, where.pop(pair), pair, chr(c), counts, where)
         counts.pop(pair, None)
         for new in grown:
@@ -207,13 +208,17 @@ def learn_python(
     return done, done_counts
 
 
-def _count_pairs(flat: IntArray, lengths: IntArray, freqs: IntArray) -> tuple[dict[str, int], dict[str, set[int]]]:
+def _count_pairs(
+    flat: IntArray, lengths: IntArray, freqs: IntArray
+) -> tuple[defaultdict[str, int], defaultdict[str, set[int]]]:
     """Every adjacent pair's weighted count, and the words holding it (numpy: one sort, no loop per pair).
 
     Pairs are keyed as the Python engine keys them: two characters, ``chr(left) + chr(right)``.
     """
+    counts: defaultdict[str, int] = defaultdict(int)
+    where: defaultdict[str, set[int]] = defaultdict(set)
     if not len(flat):
-        return {}, {}
+        return counts, where
     word_of = np.repeat(np.arange(len(lengths)), lengths)
     inside = word_of[:-1] == word_of[1:]  # the pair does not straddle two words
     keys = (flat[:-1].astype(np.int64) << 32 | flat[1:].astype(np.int64))[inside]
@@ -228,8 +233,8 @@ def _count_pairs(flat: IntArray, lengths: IntArray, freqs: IntArray) -> tuple[di
         for left, right in zip((distinct >> 32).tolist(), (distinct & 0xFFFFFFFF).tolist(), strict=True)
     ]
     groups = np.split(holders, firsts[1:])
-    counts = dict(zip(names, sums.tolist(), strict=True))
-    where = {name: set(group.tolist()) for name, group in zip(names, groups, strict=True)}
+    counts.update(zip(names, sums.tolist(), strict=True))
+    where.update((name, set(group.tolist())) for name, group in zip(names, groups, strict=True))
     return counts, where
 
 
@@ -239,8 +244,8 @@ def _merge_words(
     holders: set[int],
     pair: str,
     merged: str,
-    counts: dict[str, int],
-    where: dict[str, set[int]],
+    counts: defaultdict[str, int],
+    where: defaultdict[str, set[int]],
 ) -> set[str]:
     """Merge *pair* into the symbol *merged* in the words of *holders*; returns the pairs whose count grew.
 
@@ -258,13 +263,18 @@ def _merge_words(
         n = len(old)
         if made == 1:  # the usual case: one occurrence, its two neighbours
             p = old.find(pair)
-            changed = []
             if p:
                 counts[old[p - 1 : p + 1]] -= weight
-                changed.append(new[p - 1 : p + 1])
+                key = new[p - 1 : p + 1]
+                counts[key] += weight
+                where[key].add(w)
+                grown.add(key)
             if p + 2 < n:
                 counts[old[p + 1 : p + 3]] -= weight
-                changed.append(new[p : p + 2])
+                key = new[p : p + 2]
+                counts[key] += weight
+                where[key].add(w)
+                grown.add(key)
         else:
             gone: set[int] = set()  # positions in old of the pairs an occurrence overlapped
             beside: set[int] = set()  # positions in new of the pairs holding a made symbol
@@ -279,15 +289,12 @@ def _merge_words(
                 if 0 <= j < n - 1:
                     counts[old[j : j + 2]] -= weight
             last = len(new) - 1
-            changed = [new[j : j + 2] for j in beside if 0 <= j < last]
-        for key in changed:
-            counts[key] = counts.get(key, 0) + weight
-            grown.add(key)
-            holders_of = where.get(key)
-            if holders_of is None:
-                where[key] = {w}
-            else:
-                holders_of.add(w)
+            for j in beside:
+                if 0 <= j < last:
+                    key = new[j : j + 2]
+                    counts[key] += weight
+                    where[key].add(w)
+                    grown.add(key)
         words[w] = new
     grown.discard(pair)
     return grown
