@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain, pairwise
+from itertools import chain, pairwise, repeat
 from pathlib import Path
 from typing import Any
 
@@ -126,11 +126,12 @@ class Tokenizer:
     def _slots(self, words: list[str]) -> Any:
         """Each word's place in the id cache (an int64 array), tokenizing the words it lacks first."""
         index = self._index
-        try:
-            return np.fromiter(map(index.__getitem__, words), np.int64, len(words))
-        except KeyError:
-            self._fill({word for word in words if word not in index}, strict=True)
-        return np.fromiter(map(index.__getitem__, words), np.int64, len(words))
+        slots = np.fromiter(map(index.get, words, repeat(-1)), np.int64, len(words))
+        new = np.flatnonzero(slots < 0)
+        if len(new):
+            self._fill({words[i] for i in new.tolist()}, strict=True)
+            slots[new] = [index[words[i]] for i in new.tolist()]
+        return slots
 
     def _fill(self, missing: set[str], *, strict: bool) -> None:
         """Tokenize *missing* words into the id cache: compiled for a large batch when numba runs.

@@ -62,6 +62,7 @@ _OTHER_BREAKS = re.compile("([\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])")
 _CR_LF_TO_SPACE = str.maketrans("\r\n", "  ")
 # whitespace other than space, \r and \n: without any, str.split() cuts exactly as subword-nmt does
 _OTHER_SPACE = re.compile(r"[^\S \n\r]")
+_ASCII_OTHER_SPACE = ("\t", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
 
 # Unicode's White_Space property: what \s means in GPT-2's pattern (Python's \s adds \x1c-\x1f)
 _WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -69,7 +70,10 @@ _WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u20
 
 def split_words(text: str) -> list[str]:
     """The words subword-nmt's ``learn-bpe`` and ``apply-bpe`` see in *text*, in order."""
-    if not _OTHER_SPACE.search(text):
+    if text.isascii():  # a few byte scans instead of a regex over the text
+        if not any(space in text for space in _ASCII_OTHER_SPACE):
+            return text.split()
+    elif not _OTHER_SPACE.search(text):
         return text.split()
     if _OTHER_BREAKS.search(text):
         text = _OTHER_BREAKS.sub(r"\1 ", text)
