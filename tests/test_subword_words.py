@@ -68,3 +68,21 @@ def test_corpus_kinds(tmp_path: Path) -> None:
 def test_unknown_scheme() -> None:
     with pytest.raises(ValueError, match="scheme"):
         count_words(["a"], scheme="char")  # type: ignore[arg-type]
+
+
+@settings(max_examples=50)
+@given(spaced, st.integers(1, 12))
+def test_files_read_in_blocks_count_as_lines(text: str, block: int) -> None:
+    import tempfile
+
+    from bytepair.subword import words
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "text"
+        path.write_bytes(text.encode("utf-8"))
+        saved = words._BLOCK
+        words._BLOCK = block  # blocks of a few characters: words meet block edges
+        try:
+            assert count_words(path) == count_words([path]) == count_words([text])
+        finally:
+            words._BLOCK = saved

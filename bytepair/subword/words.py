@@ -150,24 +150,56 @@ def count_words(lines: Corpus, *, scheme: Scheme = "word") -> Counter[str]:
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
     counts: Counter[str] = Counter()
+    if scheme == "word":
+        for block in _word_blocks(lines):
+            counts.update(split_words(block))
+        return counts
     batch: list[str] = []
     size = 0
     for line in iter_lines(lines):
-        # byte scheme: each line is cut on its own, as Hugging Face's trainer cuts them
-        if scheme == "byte":
-            batch.extend(split_chunks(line))
-        else:
-            batch.append(line)
+        batch.extend(split_chunks(line))  # each line cut on its own, as Hugging Face's trainer cuts them
         size += len(line)
         if size >= 1 << 20:  # a megabyte of text at a time: one count per batch
-            counts.update(_words(batch, scheme))
+            counts.update(batch)
             batch.clear()
             size = 0
-    if batch:
-        counts.update(_words(batch, scheme))
+    counts.update(batch)
     return counts
 
 
-def _words(batch: list[str], scheme: Scheme) -> list[str]:
-    """The words of a batch of lines (word scheme; kept apart even without their ``\\n``), or its chunks."""
-    return split_words("\n".join(batch)) if scheme == "word" else batch
+def _word_blocks(corpus: Corpus) -> Iterator[str]:
+    """*corpus* as blocks of about 4 MB that end at a line end (no word spans two blocks).
+
+    Files are read a block at a time, not a line at a time; lines are joined with
+    ``\n``, so lines given without their end are kept apart.
+    """
+    if isinstance(corpus, (str, os.PathLike)):
+        yield from _file_blocks(Path(corpus))
+        return
+    batch: list[str] = []
+    size = 0
+    for item in corpus:
+        if isinstance(item, os.PathLike):
+            if batch:
+                yield "\n".join(batch)
+                batch, size = [], 0
+            yield from _file_blocks(Path(item))
+        elif isinstance(item, str):
+            batch.append(item)
+            size += len(item)
+            if size >= _BLOCK:
+                yield "\n".join(batch)
+                batch, size = [], 0
+        else:
+            raise TypeError(f"a corpus holds lines (str) or paths (os.PathLike), not {type(item).__name__}")
+    if batch:
+        yield "\n".join(batch)
+
+
+def _file_blocks(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8", newline="") as stream:
+        while block := stream.read(_BLOCK):
+            yield block + stream.readline()
+
+
+_BLOCK = 1 << 22
