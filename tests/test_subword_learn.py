@@ -25,6 +25,19 @@ def test_merges_equal_subword_nmt_on_generated_text(text: str, merges: int, min_
     assert learn(text.split("\n"), merges, min_frequency=min_frequency).merges == expected
 
 
+# text holding the marker itself and backslashes (subword-nmt escapes them in its regex replacement)
+marked = st.text(alphabet="ab</w>\\é", min_size=1, max_size=9)
+marked_texts = st.lists(st.lists(marked, max_size=10).map(" ".join), min_size=1, max_size=20).map("\n".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(marked_texts, st.integers(1, 80), st.integers(1, 2))
+def test_merges_equal_subword_nmt_on_text_holding_the_marker(text: str, merges: int, min_frequency: int) -> None:
+    assert learn(text.split("\n"), merges, min_frequency=min_frequency).merges == snmt_learn(
+        text, merges, min_frequency
+    )
+
+
 @pytest.mark.parametrize("name", ENGLISH)
 def test_merges_equal_subword_nmt_on_english_texts(name: str) -> None:
     text = english(name)
