@@ -8,9 +8,12 @@ line on standard error and exit status 1; bad usage is argparse's status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import itertools
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -65,13 +68,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("-s must be >= 0 and --min-frequency >= 1")
         if args.scheme == "byte" and not args.output:
             parser.error("--scheme byte writes a model directory: give it with -o DIR")
+    with _quiet_sigpipe():
+        try:
+            return _learn(args) if args.command == "learn" else _apply(args)
+        except (SubwordError, OSError, UnicodeError) as exc:
+            print(f"{PROG} {args.command}: {_message(exc)}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+
+
+@contextlib.contextmanager
+def _quiet_sigpipe() -> Iterator[None]:
+    """A reader that stops early (``| head``) ends the command quietly, as it ends gzip or subword-nmt."""
+    if not hasattr(signal, "SIGPIPE") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        return _learn(args) if args.command == "learn" else _apply(args)
-    except (SubwordError, OSError, UnicodeError) as exc:
-        print(f"{PROG} {args.command}: {_message(exc)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        yield
+    finally:
+        signal.signal(signal.SIGPIPE, saved)
 
 
 def _message(exc: BaseException) -> str:
