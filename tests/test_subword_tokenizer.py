@@ -94,6 +94,13 @@ def test_malformed_merges_line(tmp_path: Path, line: str) -> None:
         Tokenizer.load(path)
 
 
+def test_codes_file_without_version_line(tmp_path: Path) -> None:
+    path = tmp_path / "codes"
+    path.write_text("e r\ner </w>\n", encoding="utf-8")
+    with pytest.raises(MalformedMergesError, match=r":1: no '#version: 0\.2' line"):
+        Tokenizer.load(path)
+
+
 def test_decode_id_out_of_range() -> None:
     tok = learn(["low lower"], 3)
     with pytest.raises(InvalidIdError, match="not an id"):

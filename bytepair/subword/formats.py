@@ -101,9 +101,18 @@ def _parse_merges(text: str, path: Path) -> list[Merge]:
 
 
 def read_codes(path: str | os.PathLike[str]) -> list[Merge]:
-    """The merges of a subword-nmt codes file (version 0.2), in order."""
+    """The merges of a subword-nmt codes file (version 0.2), in order.
+
+    A file without the ``#version`` line is version 0.1 to subword-nmt (``</w>`` a
+    symbol of its own), which tokenizes differently: it is refused, not misread.
+    """
     path = Path(path)
-    return _parse_merges(_read_text(path, "codes file"), path)
+    text = _read_text(path, "codes file")
+    if text.strip("\r\n ") and not text.startswith("#version"):
+        raise MalformedMergesError(
+            f"{path}:1: no '#version: 0.2' line: a version 0.1 codes file (a separate </w>) is not read"
+        )
+    return _parse_merges(text, path)
 
 
 def write_codes(path: str | os.PathLike[str], merges: Sequence[Merge]) -> None:
