@@ -42,6 +42,17 @@ def test_apply_equals_subword_nmt(training: list[str], applied: list[str], merge
     assert [tok.apply(line) for line in applied + training] == snmt_apply(codes, applied + training)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(lines, min_size=1, max_size=10), st.lists(st.one_of(raw_lines, lines.map(lambda x: x + "\n")), max_size=12)
+)
+def test_apply_text_is_apply_line_by_line(training: list[str], applied: list[str]) -> None:
+    tok = learn(training, 30)
+    expected = "".join(Tokenizer(tok.merges).apply(line) for line in applied)
+    assert "".join(tok.apply_text(applied)) == expected
+    assert list(tok.apply_lines(applied)) == [Tokenizer(tok.merges).apply(line) for line in applied]
+
+
 def test_apply_equals_subword_nmt_on_english(tmp_path: Path) -> None:
     text = english("canterbury/alice29.txt")
     tok = learn(text.split("\n"), 2000)

@@ -155,7 +155,7 @@ def _apply(args: argparse.Namespace) -> int:
     try:
         sink = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout  # noqa: SIM115
         try:
-            for out in tok.apply_lines(_lines(source), args.separator):
+            for out in tok.apply_text(_lines(source), args.separator):
                 sink.write(out)
         finally:
             if sink is not sys.stdout:
