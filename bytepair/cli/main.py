@@ -51,6 +51,7 @@ examples:
   {PROG} -b -1 -9 file            benchmark levels 1 and 9 on file
   {PROG} -b -T0 file              benchmark the default level on every core
   {PROG} explain ...              see how data is compressed ('{PROG} explain -h')
+  {PROG} subword learn|apply ...  subword BPE as subword-nmt ('{PROG} subword -h', docs/subword.md)
 
 A file named 'explain' is compressed with '{PROG} -- explain' or '{PROG} ./explain'.
 Outputs keep the modification time and permission bits of their input; they are
@@ -242,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
             return _explain(args[1:])
         except MemoryError:
             return _out_of_memory()
+    if args[:1] == ["subword"]:
+        from ..subword import cli as subword_cli
+
+        try:
+            return subword_cli.main(args[1:])
+        except MemoryError:
+            return _out_of_memory()
     parser = build_parser()
     opts = parser.parse_args(args)
     mode = _mode(parser, opts)
@@ -263,6 +271,10 @@ def _out_of_memory() -> int:
 
 def _explain(args: list[str]) -> int:
     """``bytepair explain ...`` belongs to ``_explain``, imported only when asked for."""
+    if any(arg == "--subword" or arg.startswith("--subword=") for arg in args):
+        from ..subword import cli as subword_cli
+
+        return subword_cli.explain_main(args)
     from . import explain as _explain
 
     return _explain.main(args)

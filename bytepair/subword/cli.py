@@ -1,0 +1,257 @@
+"""``bytepair subword learn|apply`` and ``bytepair explain --subword``: the command line of subword BPE.
+
+Like subword-nmt's commands they read standard input and write standard output
+by default. Every failure (a missing or malformed model, unreadable input) is one
+line on standard error and exit status 1; bad usage is argparse's status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import itertools
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from .errors import SubwordError
+from .learn import learn, learn_merges, word_symbols
+from .tokenizer import Tokenizer
+from .words import SCHEMES, Scheme, count_words
+
+__all__ = ["explain_main", "main"]
+
+PROG = "bytepair subword"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Learn subword BPE merges from text, or apply them, as subword-nmt's learn-bpe and apply-bpe do.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{learn,apply}")
+    learner = commands.add_parser("learn", help="learn merges from text", description="Learn up to N merges.")
+    learner.add_argument("-s", "--symbols", type=int, required=True, metavar="N", help="number of merges to learn")
+    learner.add_argument(
+        "-i", "--input", nargs="+", metavar="FILE", help="training text (UTF-8); default: standard input"
+    )
+    learner.add_argument(
+        "-o",
+        "--output",
+        metavar="CODES",
+        help="codes file (word scheme; default: standard output) or model directory (byte scheme; required)",
+    )
+    learner.add_argument("--scheme", choices=SCHEMES, default="word", help="word: subword-nmt's; byte: GPT-2's")
+    learner.add_argument(
+        "--min-frequency", type=int, default=2, metavar="K", help="stop when no pair occurs K times (default 2)"
+    )
+    applier = commands.add_parser("apply", help="segment text with learnt merges", description="Apply merges.")
+    applier.add_argument("-c", "--codes", required=True, metavar="CODES", help="codes file (word scheme)")
+    applier.add_argument("-i", "--input", metavar="IN", help="text to segment; default: standard input")
+    applier.add_argument("-o", "--output", metavar="OUT", help="where to write; default: standard output")
+    applier.add_argument("-s", "--separator", default="@@", metavar="STR", help="joiner suffix (default @@)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``bytepair subword ...``: 0 on success, 1 for a failure (one line on stderr), 2 for bad usage."""
+    parser = _parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.command == "learn":
+        if args.symbols < 0 or args.min_frequency < 1:
+            parser.error("-s must be >= 0 and --min-frequency >= 1")
+        if args.scheme == "byte" and not args.output:
+            parser.error("--scheme byte writes a model directory: give it with -o DIR")
+    with _quiet_sigpipe():
+        try:
+            return _learn(args) if args.command == "learn" else _apply(args)
+        except (SubwordError, OSError, UnicodeError) as exc:
+            print(f"{PROG} {args.command}: {_message(exc)}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+
+
+@contextlib.contextmanager
+def _quiet_sigpipe() -> Iterator[None]:
+    """A reader that stops early (``| head``) ends the command quietly, as it ends gzip or subword-nmt."""
+    if not hasattr(signal, "SIGPIPE") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGPIPE, saved)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not UTF-8 ({exc.reason} at byte {exc.start})"
+    return str(exc)
+
+
+def _stdin() -> TextIO:
+    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+
+
+def _learn(args: argparse.Namespace) -> int:
+    scheme: Scheme = args.scheme
+    if args.input:
+        counts = count_words([Path(name) for name in args.input], scheme=scheme)
+    else:
+        counts = count_words(_stdin(), scheme=scheme)
+    meter = _Meter(args.symbols, sys.stderr if sys.stderr.isatty() else None)
+    try:
+        tok = learn(counts=counts, merges=args.symbols, min_frequency=args.min_frequency, scheme=scheme, observer=meter)
+    finally:
+        meter.close()
+    if args.output:
+        tok.save(args.output)
+    else:
+        sys.stdout.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in tok.merges))
+    return 0
+
+
+class _Meter:
+    """``merge 1234/32000 (count 57)`` redrawn on a terminal at most ten times a second; nothing elsewhere."""
+
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        self._total, self._stream, self._next, self._drawn = total, stream, 0.0, False
+
+    def __call__(self, done: int, count: int) -> None:
+        if self._stream is None or time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + 0.1
+        self._stream.write(f"\rlearn: merge {done}/{self._total} (count {count})\x1b[K")
+        self._stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._stream is not None and self._drawn:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+
+
+def _lines(stream: TextIO) -> Iterator[str]:
+    """Lines as subword-nmt's codecs reader cuts them: at every ``str.splitlines`` boundary, ends kept."""
+    for line in stream:
+        yield from line.splitlines(keepends=True)
+
+
+def _apply(args: argparse.Namespace) -> int:
+    tok = Tokenizer.load(args.codes)
+    if tok.scheme != "word":
+        raise SubwordError(f"{args.codes}: apply needs a codes file (word scheme), not a model directory")
+    source = open(args.input, encoding="utf-8", newline="") if args.input else _stdin()  # noqa: SIM115
+    try:
+        sink = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout  # noqa: SIM115
+        try:
+            for out in tok.apply_text(_lines(source), args.separator):
+                sink.write(out)
+        finally:
+            if sink is not sys.stdout:
+                sink.close()
+            else:
+                sink.flush()
+    finally:
+        source.close()
+    return 0
+
+
+# -- bytepair explain --subword ---------------------------------------------------------------------------
+
+
+def _explain_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bytepair explain --subword",
+        description="Show every merge subword BPE learns from TEXT: its count, the pairs tied with it, "
+        "the rule that chose it, and the words after it.",
+    )
+    parser.add_argument("--subword", required=True, metavar="TEXT", help="training text, words split on spaces")
+    parser.add_argument("--merges", type=int, default=10, metavar="N", help="merges to learn (default 10)")
+    parser.add_argument("--min-frequency", type=int, default=2, metavar="K", help="stop below K (default 2)")
+    parser.add_argument("--scheme", choices=SCHEMES, default="word", help="word (default) or byte")
+    return parser
+
+
+def explain_main(argv: Sequence[str]) -> int:
+    """``bytepair explain --subword TEXT``: prints the merges step by step; 1 and one stderr line on failure."""
+    parser = _explain_parser()
+    args = parser.parse_args(list(argv))
+    if args.merges < 0 or args.min_frequency < 1:
+        parser.error("--merges must be >= 0 and --min-frequency >= 1")
+    try:
+        sys.stdout.write(explain_text(args.subword, args.merges, min_frequency=args.min_frequency, scheme=args.scheme))
+    except SubwordError as exc:
+        print(f"bytepair explain: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def explain_text(text: str, merges: int, *, min_frequency: int = 2, scheme: Scheme = "word") -> str:
+    """The step-by-step account of learning *merges* merges from *text*.
+
+    The merges and counts are the engine's (:func:`learn_merges`); the ties and
+    the words after each merge come from recounting the few words at each step,
+    and a recount that disagreed with the engine would be reported, not hidden.
+    """
+    counts: Counter[str] = count_words(text.split("\n"), scheme=scheme)
+    learnt = learn_merges(counts, merges, min_frequency=min_frequency, scheme=scheme)
+    words = {word: word_symbols(word, scheme) for word in counts}
+    out = [f"words: {_show_words(words, counts)}"]
+    for number, ((left, right), count) in enumerate(zip(learnt.merges, learnt.counts, strict=True), start=1):
+        pairs: Counter[tuple[str, str]] = Counter()
+        for word, symbols in words.items():
+            for pair in itertools.pairwise(symbols):
+                pairs[pair] += counts[word]
+        tied = sorted((p for p, c in pairs.items() if c == count and p != (left, right)), reverse=True)
+        out.append(f"merge {number}: {left} + {right} -> {left + right}   count {count}")
+        if pairs[(left, right)] != count or max(pairs.values()) != count or (tied and tied[0] > (left, right)):
+            out.append("  (a recount of the words disagrees with the engine here: please report it)")
+        if tied:
+            shown = ", ".join(f"({a}, {b})" for a, b in tied)
+            out.append(f"  tied at {count}: {shown}")
+            out.append(
+                "  rule: the higher count, then the lexicographically greater pair (left symbol first, then right),"
+                " as subword-nmt's max((count, pair))"
+            )
+        else:
+            out.append("  rule: the highest count, no tie")
+        for word, symbols in words.items():
+            words[word] = _merged(symbols, left, right)
+        out.append(f"  words: {_show_words(words, counts)}")
+    if len(learnt.merges) < merges:
+        out.append(f"stopped after {len(learnt.merges)} merges: no pair occurs {min_frequency} times or more")
+    return "\n".join(out) + "\n"
+
+
+def _merged(symbols: list[str], left: str, right: str) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
+            out.append(left + right)
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+def _show_words(words: dict[str, list[str]], counts: Counter[str]) -> str:
+    return " | ".join(
+        " ".join(symbols) + (f" (x{counts[word]})" if counts[word] > 1 else "") for word, symbols in words.items()
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,442 @@
+"""The Tokenizer: a learnt (or loaded) list of merges, and what it does to text.
+
+Applying merges to a word is subword-nmt's and GPT-2's rule: among the word's
+adjacent pairs take the one merged earliest in training, merge all its
+occurrences left to right, repeat until no pair of the word was ever merged.
+Each distinct word is tokenized once and kept in a cache, so text of ordinary
+vocabulary costs a split and a dictionary lookup per word.
+
+* ``word`` scheme: words are split as subword-nmt splits them, symbols are
+  characters with ``</w>`` glued to the last one; tokens keep the ``</w>``
+  (``["low", "er</w>"]``), so :meth:`Tokenizer.decode` knows where words end.
+  :meth:`Tokenizer.apply` gives ``subword-nmt apply-bpe``'s line instead
+  (``low@@ er``). ``decode(encode(s))`` is *s* with its whitespace normalised.
+* ``byte`` scheme: chunks are cut by GPT-2's pattern, symbols are the chunk's
+  UTF-8 bytes spelt with GPT-2's printable characters; ``decode(encode(s)) == s``
+  for every ``str``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, pairwise, repeat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidIdError, UnknownSymbolError, VocabMismatchError
+from .formats import bytes_to_unicode, read_codes, read_gpt2, unicode_to_bytes, write_codes, write_gpt2
+from .words import SCHEMES, WORD_END, Scheme, split_chunks, split_words
+
+__all__ = ["Tokenizer"]
+
+
+_SPACE_OR_LINE_END = re.compile("( |\n)")
+_ASCII_OTHER_SPACE = ("\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "  ", " \n", "\n ")
+_OTHER_SPACE = re.compile(r"[^\S \n]|  | \n|\n ")
+
+
+def _plain(text: str) -> bool:
+    """Whether *text* is lines of words between single spaces: no other whitespace, no blanks at line ends."""
+    if text.startswith(" ") or text.endswith(" "):
+        return False
+    if text.isascii():
+        return not any(space in text for space in _ASCII_OTHER_SPACE)
+    return not _OTHER_SPACE.search(text)
+
+
+def _batches(lines: Iterable[str], size: int = 4096) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _use_kernels(nsymbols: int) -> bool:
+    from ..core import jit
+
+    return jit.use_numba(nsymbols)
+
+
+_CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied when it grows past this
+
+
+class Tokenizer:
+    """Merges in order, a vocabulary (token -> id), and tokenize/encode/decode/apply/save/load.
+
+    *alphabet* is the base symbols, in id order (word scheme: the characters met
+    in training, sorted; byte scheme: the 256 bytes). When *vocab* is not given
+    the ids are the alphabet's, then one per merge result in merge order.
+    """
+
+    def __init__(
+        self,
+        merges: Sequence[tuple[str, str]],
+        *,
+        scheme: Scheme = "word",
+        alphabet: Sequence[str] | None = None,
+        vocab: dict[str, int] | None = None,
+    ) -> None:
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
+        self.scheme: Scheme = scheme
+        self.merges: list[tuple[str, str]] = [(left, right) for left, right in merges]
+        if vocab is None:
+            vocab = _default_vocab(self.merges, scheme, alphabet)
+        else:
+            _check_vocab(vocab, self.merges)
+        self.vocab: dict[str, int] = dict(vocab)
+        self._tokens = {i: token for token, i in self.vocab.items()}
+        self._ranks: dict[tuple[str, str], int] = {}
+        for rank, pair in enumerate(self.merges):
+            self._ranks.setdefault(pair, rank)  # a repeated merge keeps its first rank, as in subword-nmt
+        self._cache: dict[str, tuple[str, ...]] = {}  # word -> tokens, for the Python path
+        self._applied: dict[str, dict[str, str]] = {}  # separator -> word -> apply-bpe's spelling
+        self._index: dict[str, int] = {}  # word -> its place in _starts/_lens
+        self._flat: Any = np.zeros(0, np.int64)  # token ids, word after word
+        self._starts: Any = np.zeros(0, np.int64)
+        self._lens: Any = np.zeros(0, np.int64)
+        self._table: Any = None  # the compiled encoder's merge table, made on first use
+
+    def __repr__(self) -> str:
+        return f"<Tokenizer scheme={self.scheme!r} merges={len(self.merges)} vocab={len(self.vocab)}>"
+
+    # -- one word -------------------------------------------------------------------------------
+
+    def _symbols(self, word: str) -> list[str]:
+        if self.scheme == "word":
+            return [*word[:-1], word[-1] + WORD_END]
+        table = bytes_to_unicode()
+        return [table[b] for b in word.encode("utf-8", "surrogatepass")]
+
+    def tokenize_word(self, word: str) -> tuple[str, ...]:
+        """The tokens of one word (word scheme) or pre-split chunk (byte scheme)."""
+        cached = self._cache.get(word)
+        if cached is not None:
+            return cached
+        symbols = self._symbols(word)
+        ranks = self._ranks
+        while len(symbols) > 1:
+            best = None
+            best_rank = len(ranks)
+            for pair in pairwise(symbols):
+                rank = ranks.get(pair)
+                if rank is not None and rank < best_rank:
+                    best, best_rank = pair, rank
+            if best is None:
+                break
+            first, second = best
+            merged = first + second
+            out: list[str] = []
+            i, n = 0, len(symbols)
+            while i < n:
+                if i < n - 1 and symbols[i] == first and symbols[i + 1] == second:
+                    out.append(merged)
+                    i += 2
+                else:
+                    out.append(symbols[i])
+                    i += 1
+            symbols = out
+        tokens = tuple(symbols)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[word] = tokens
+        return tokens
+
+    def _slots(self, words: list[str]) -> Any:
+        """Each word's place in the id cache (an int64 array), tokenizing the words it lacks first."""
+        index = self._index
+        slots = np.fromiter(map(index.get, words, repeat(-1)), np.int64, len(words))
+        new = np.flatnonzero(slots < 0)
+        if len(new):
+            self._fill({words[i] for i in new.tolist()}, strict=True)
+            slots[new] = [index[words[i]] for i in new.tolist()]
+        return slots
+
+    def _fill(self, missing: set[str], *, strict: bool) -> None:
+        """Tokenize *missing* words into the id cache: compiled for a large batch when numba runs.
+
+        The cache is the token ids of every word back to back (``_flat``), each
+        word's ``_starts``/``_lens`` and ``_index`` (word -> its place): encode
+        gathers a text's ids from it with numpy, without a list per word. A word
+        holding a symbol the vocabulary lacks raises :class:`UnknownSymbolError`
+        when *strict*, else stays out of the cache (``tokenize`` and ``apply``
+        still tokenize it, as strings).
+        """
+        if not missing:
+            return
+        if len(self._index) + len(missing) > _CACHE_LIMIT:
+            self._clear_cache()
+        words = list(missing)
+        flats, starts, lens = [self._flat], [self._starts], [self._lens]
+        base = len(self._flat)
+        if _use_kernels(sum(map(len, words))):
+            flat, lengths, known = self._spell(words)
+            covered = [word for word, k in zip(words, known, strict=True) if k]
+            merged, slot_starts, merged_lengths = self._merge_table().apply(flat, lengths)
+            first = len(self._index)
+            self._index.update(zip(covered, range(first, first + len(covered)), strict=True))
+            flats.append(merged)
+            starts.append(slot_starts + base)
+            lens.append(merged_lengths)
+            base += len(merged)
+            words = [word for word, k in zip(words, known, strict=True) if not k]
+        vocab = self.vocab
+        ids: list[int] = []
+        word_lens: list[int] = []
+        for word in words:
+            try:
+                tokens = [vocab[token] for token in self.tokenize_word(word)]
+            except KeyError as exc:
+                if strict:
+                    raise UnknownSymbolError(f"{word!r}: the vocabulary has no token {exc.args[0]!r}") from None
+                continue
+            self._index[word] = len(self._index)
+            ids.extend(tokens)
+            word_lens.append(len(tokens))
+        if word_lens:
+            counts = np.array(word_lens, np.int64)
+            flats.append(np.array(ids, np.int64))
+            starts.append(base + np.cumsum(counts) - counts)
+            lens.append(counts)
+        self._flat, self._starts, self._lens = (np.concatenate(parts) for parts in (flats, starts, lens))
+
+    def _clear_cache(self) -> None:
+        self._index = {}
+        self._flat = self._starts = self._lens = np.zeros(0, np.int64)
+        self._cache.clear()
+        self._applied.clear()
+
+    def _word_ids(self, word: str) -> list[int] | None:
+        """The cached token ids of one word, or None."""
+        slot = self._index.get(word)
+        if slot is None:
+            return None
+        start = int(self._starts[slot])
+        return self._flat[start : start + int(self._lens[slot])].tolist()  # type: ignore[no-any-return]
+
+    def _spell(self, words: list[str]) -> tuple[Any, Any, list[bool]]:
+        """The initial symbol ids of *words* back to back, their lengths, and which words the vocabulary covers."""
+        vocab = self.vocab
+        if self.scheme == "byte":
+            encoded = [word.encode("utf-8", "surrogatepass") for word in words]
+            lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+            table = self._byte_ids()
+            flat = table[np.frombuffer(b"".join(encoded), np.uint8)]
+        else:
+            lengths = np.fromiter(map(len, words), np.int64, len(words))
+            points = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), np.uint32)
+            chars, where = np.unique(points, return_inverse=True)
+            inner = np.array([vocab.get(chr(ch), -1) for ch in chars.tolist()], np.int64)
+            final = np.array([vocab.get(chr(ch) + WORD_END, -1) for ch in chars.tolist()], np.int64)
+            flat = inner[where]
+            ends = np.cumsum(lengths) - 1
+            flat[ends] = final[where[ends]]
+        bad = np.add.reduceat((flat < 0).astype(np.int64), np.cumsum(lengths) - lengths)
+        known = (bad == 0).tolist()
+        if not all(known):
+            keep = np.repeat(np.asarray(known), lengths)
+            return flat[keep], lengths[np.asarray(known)], known
+        return flat, lengths, known
+
+    def _byte_ids(self) -> Any:
+        table = np.full(256, -1, np.int64)
+        for byte, ch in enumerate(bytes_to_unicode()):
+            table[byte] = self.vocab.get(ch, -1)
+        return table
+
+    def _merge_table(self) -> Any:
+        if self._table is None:
+            from . import _kernels
+
+            self._table = _kernels.MergeTable(self.merges, self.vocab)
+        return self._table
+
+    def _pieces(self, words: list[str]) -> list[tuple[str, ...]]:
+        """The tokens of each of *words* (as strings, so words with unknown symbols are tokenized too)."""
+        self._fill({word for word in words if word not in self._cache and word not in self._index}, strict=False)
+        return [self._word_pieces(word) for word in words]
+
+    def _word_pieces(self, word: str) -> tuple[str, ...]:
+        pieces = self._cache.get(word)
+        if pieces is None:
+            ids = self._word_ids(word)
+            if ids is None:
+                return self.tokenize_word(word)
+            pieces = self._cache[word] = tuple(self._tokens[i] for i in ids)
+        return pieces
+
+    # -- text -----------------------------------------------------------------------------------
+
+    def words(self, text: str) -> list[str]:
+        """The words (word scheme) or chunks (byte scheme) *text* is cut into before merging."""
+        return split_words(text) if self.scheme == "word" else split_chunks(text)
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of *text*, in order."""
+        return list(chain.from_iterable(self._pieces(self.words(text))))
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of *text*; :class:`UnknownSymbolError` for a symbol the vocabulary lacks."""
+        slots = self._slots(self.words(text))
+        lens = self._lens[slots]
+        if not len(lens):
+            return []
+        shift = self._starts[slots] - (np.cumsum(lens) - lens)  # where each word's ids move to
+        return self._flat[np.repeat(shift, lens) + np.arange(int(lens.sum()))].tolist()  # type: ignore[no-any-return]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary."""
+        tokens = self._tokens
+        try:
+            pieces = [tokens[i] for i in ids]
+        except (KeyError, TypeError) as exc:
+            bad = exc.args[0] if exc.args else ids
+            raise InvalidIdError(f"{bad!r} is not an id of this vocabulary (0 to {len(tokens) - 1})") from None
+        if self.scheme == "word":
+            text = "".join(pieces).replace(WORD_END, " ")
+            return text[:-1] if text.endswith(" ") else text
+        table = unicode_to_bytes()
+        data = bytes(table[ch] for ch in "".join(pieces))
+        try:
+            return data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # ids that cut a character in two: replaced, as GPT-2's decoders do
+            return data.decode("utf-8", "replace")
+
+    def apply_lines(self, lines: Iterable[str], separator: str = "@@") -> Iterator[str]:
+        """:meth:`apply` to each of *lines*, tokenizing the new words of many lines at a time."""
+        for batch in _batches(lines):
+            self._prepare(batch, separator)
+            for line in batch:
+                yield self.apply(line, separator)
+
+    def apply_text(self, lines: Iterable[str], separator: str = "@@") -> Iterator[str]:
+        """``subword-nmt apply-bpe``'s output for *lines* (each with its line end), in pieces of
+        many lines: their concatenation is ``"".join(map(apply, lines))``, made faster.
+
+        A batch of plain lines (words between single spaces, no other whitespace,
+        no blanks at line ends) is done in one split and one join.
+        """
+        for batch in _batches(lines):
+            text = "".join(batch)
+            if not _plain(text):
+                self._prepare(batch, separator)
+                yield "".join([self.apply(line, separator) for line in batch])
+                continue
+            parts = _SPACE_OR_LINE_END.split(text)  # words at even places, separators at odd ones
+            words = parts[0::2]
+            applied = self._applied.setdefault(separator, {})
+            new = {word for word in words if word not in applied}
+            new.discard("")
+            if new:
+                self._prepare_words(new, separator)
+            parts[0::2] = [applied[word] if word else word for word in words]
+            yield "".join(parts)
+
+    def _prepare(self, lines: list[str], separator: str) -> None:
+        """Tokenize the new words of *lines* in one batch (compiled when large), ready for :meth:`apply`."""
+        applied = self._applied.setdefault(separator, {})
+        words = {word for line in lines for word in line.strip("\r\n ").split(" ") if word not in applied}
+        words.discard("")
+        if words:
+            self._prepare_words(words, separator)
+
+    def _prepare_words(self, words: set[str], separator: str) -> None:
+        self._fill({word for word in words if word not in self._cache and word not in self._index}, strict=False)
+        applied = self._applied.setdefault(separator, {})
+        if len(applied) + len(words) > _CACHE_LIMIT:
+            applied.clear()
+        for word in words:
+            applied[word] = self._apply_word(word, separator)
+
+    def apply(self, line: str, separator: str = "@@") -> str:
+        """``subword-nmt apply-bpe``'s output for one *line*: a word's pieces joined by ``@@ ``.
+
+        Leading and trailing ``'\\r\\n '`` are kept, runs of spaces inside become one.
+        Word scheme only.
+        """
+        if self.scheme != "word":
+            raise ValueError("apply gives subword-nmt's output: it needs a word-scheme tokenizer")
+        stripped = line.strip("\r\n ")
+        if not stripped:
+            return line
+        words = stripped.split(" ")
+        if "" in words:  # runs of spaces
+            words = [word for word in words if word]
+        applied = self._applied.get(separator)
+        if applied is None:
+            applied = self._applied[separator] = {}
+        try:
+            body = " ".join([applied[word] for word in words])
+        except KeyError:
+            if len(applied) > _CACHE_LIMIT:
+                applied.clear()
+            for word in words:
+                if word not in applied:
+                    applied[word] = self._apply_word(word, separator)
+            body = " ".join([applied[word] for word in words])
+        if stripped is line:
+            return body
+        leading = len(line) - len(line.lstrip("\r\n "))
+        trailing = len(line) - len(line.rstrip("\r\n "))
+        return line[:leading] + body + (line[len(line) - trailing :] if trailing else "")
+
+    def _apply_word(self, word: str, separator: str) -> str:
+        """One word as apply-bpe writes it: ``low@@ er`` (the last piece without ``</w>``)."""
+        pieces = self._word_pieces(word)
+        last = pieces[-1]
+        out = [piece + separator for piece in pieces[:-1]]
+        out.append(last[: -len(WORD_END)] if last.endswith(WORD_END) else last)
+        return " ".join(out)
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Word scheme: a subword-nmt codes file at *path*. Byte scheme: ``vocab.json`` and
+        ``merges.txt`` in the directory *path* (made if missing)."""
+        if self.scheme == "word":
+            write_codes(path, self.merges)
+        else:
+            write_gpt2(path, self.vocab, self.merges)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """A codes file (word scheme) or a GPT-2 model directory (byte scheme), told apart by what *path* is."""
+        if Path(path).is_dir():
+            vocab, merges = read_gpt2(path)
+            return cls(merges, scheme="byte", vocab=vocab)
+        return cls(read_codes(path), scheme="word")
+
+
+def _default_vocab(merges: list[tuple[str, str]], scheme: Scheme, alphabet: Sequence[str] | None) -> dict[str, int]:
+    """The alphabet's ids, then one id per new merge result, in merge order."""
+    if alphabet is None:
+        if scheme == "byte":
+            alphabet = bytes_to_unicode()
+        else:  # a loaded codes file: the characters of the symbols no merge makes, in both forms
+            made = {left + right for left, right in merges}
+            chars = {s.removesuffix(WORD_END) for pair in merges for s in pair if s not in made}
+            alphabet = sorted(chars | {ch + WORD_END for ch in chars})
+    vocab: dict[str, int] = {}
+    for token in chain(alphabet, (left + right for left, right in merges)):
+        vocab.setdefault(token, len(vocab))
+    return vocab
+
+
+def _check_vocab(vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+    """Every merge's parts and result have ids, and no two tokens share one."""
+    for number, (left, right) in enumerate(merges, start=1):
+        for token in (left, right, left + right):
+            if token not in vocab:
+                raise VocabMismatchError(f"merge {number} ({left} {right}): {token!r} is not in the vocabulary")
+    if len(set(vocab.values())) != len(vocab):
+        raise VocabMismatchError("the vocabulary gives one id to two tokens")
+    if any(i < 0 for i in vocab.values()):
+        raise VocabMismatchError("the vocabulary holds a negative id")
