@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from . import jit
 from .buffers import Buffers, per_thread
 from .tables import concat_ranges, run_edges
 
@@ -184,7 +185,17 @@ def encode_blocks(
     does: ``D(literal) = 0``, ``D(pair) = max(2, 1 + D(left), D(right))``.
     ``check_counts`` recomputes every count from scratch after every step and
     asserts the incremental ones agree (for tests; slow).
+
+    Large inputs take the compiled engine (``kernels.encode``) when ``jit.use_numba``
+    allows, unless a step observer or the count check asks for this one; both write
+    the same result.
     """
+    if on_step is None and not check_counts and jit.use_numba(len(data)):
+        from .kernels import encode as compiled  # imports numba: only once the gate said yes
+
+        return compiled.encode_blocks(
+            data, bounds, threshold=threshold, recycle=recycle, max_depth=max_depth, merges_per_step=merges_per_step
+        )
     results = []
     for first, last in itertools.pairwise(batch_edges(np.diff(bounds))):
         batch = _Batch(

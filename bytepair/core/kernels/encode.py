@@ -1,0 +1,562 @@
+"""The compiled encoder: ``engine.encode_blocks`` as numba loops, one block at a time.
+
+Import only after :func:`bytepair.core.jit.use_numba` returned True (numba is
+imported here). :func:`encode_blocks` returns exactly the ``EncodedBlocks`` of
+the numpy engine, field for field; tests hold the two to each other. Blocks are
+independent, so where numpy advances a batch of blocks together, these loops
+finish one block before starting the next, reusing one workspace.
+
+Each block, as in Gage's program: count the pairs, then repeat { choose the
+merges of a step; replace them, left to right; index the pairs they made }
+until no pair is worth a code; the symbols left are the payload.
+
+Data structures, one set per call, reused for every block:
+
+* ``val``: the symbol at each position of the block, and ``nxt``/``prv``, a
+  doubly linked list over the positions still alive. A merge keeps the left
+  position (now holding the code) and unlinks the right one (``DEAD``).
+  Position ``n`` (the block's length) is the end of the list; ``val[n]`` is
+  ``END``, which no pair holds.
+* ``counts``: the exact count of every pair, a dense 256x256 table
+  (``left * 256 + right``), updated as each match destroys and makes pairs.
+* ``bound``/``arg``/``stale``: per row (left symbol), an upper bound of its
+  counts, the lowest column holding it, and whether it may be too high. A count
+  rising above the bound raises it (and makes it exact again); a count falling
+  from the bound marks the row stale. Only a stale row that reaches the top is
+  rescanned, so choosing a step's pairs looks at 256 bounds and a row or two.
+* ``index``: occurrence lists, one run ``[length, position, ...]`` per pair,
+  made only for pairs that reach the threshold when they are created (the
+  first count, then the end of the step that made the pair): a pair made by a
+  merge contains that merge's code, so all its occurrences are made in that one
+  step and its count can only fall afterwards. ``run_at[cell]`` is where the
+  pair's run starts. Entries go stale (a neighbour merged first); a candidate
+  is checked against ``val`` before it is replaced.
+
+Rules that fix the output (the numpy engine's, so the bytes never depend on luck):
+
+* The best pair is the highest count; ties go to the lowest left symbol, then
+  the lowest right symbol. With ``merges_per_step > 1`` the candidates are the
+  ``merges_per_step + 2`` best rows in that order (each row's best column).
+* Codes: first the values absent from the block at its start, highest first
+  ("fresh"); once they are used up (and ``recycle``), values that no longer
+  occur, highest first, at most ``MAX_RECYCLED`` of them per block. A pair
+  needs ``threshold`` occurrences for a fresh code and ``threshold + 1`` for a
+  recycled one (it costs a table byte more).
+* More merges in a step (``merges_per_step > 1``): a candidate is dropped when
+  its left symbol is a better candidate's right one or its right symbol a
+  better one's left (they could overlap), counting every better candidate that
+  passed the count test, dropped or not. Extra merges take fresh codes only
+  while more than ``merges_per_step`` are left ("plenty"), else the step makes
+  one merge; a recycling block makes at most ``spare - 1`` (at least 1).
+* ``max_depth``: rows whose left symbol is at the limit are skipped; a pair
+  whose expansion needs more than ``max_depth`` of Gage's stack ends the block.
+* Replacement is one pass, left to right: in a run (``aaaa``) every other
+  match, and each match changes the counts of the sequence as it is at that
+  moment, so the pair between two adjacent matches is taken off once.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from ..engine import MAX_RECYCLED, EncodedBlocks
+
+__all__ = ["encode_blocks"]
+
+END = 256  # val at the end of the list: no pair holds it
+DEAD = 257  # val at a position a merge removed
+
+
+def encode_blocks(
+    data: npt.NDArray[np.uint8],
+    bounds: npt.NDArray[np.int64],
+    *,
+    threshold: int,
+    recycle: bool = True,
+    max_depth: int | None = None,
+    merges_per_step: int = 1,
+) -> EncodedBlocks:
+    """``engine.encode_blocks`` for the blocks ``data[bounds[k]:bounds[k + 1]]``, compiled."""
+    if merges_per_step < 1 or (merges_per_step > 1 and max_depth is not None):
+        raise ValueError("merges_per_step must be 1 with max_depth, and at least 1")
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    if np.any(bounds[1:] <= bounds[:-1]):
+        raise ValueError("encode_blocks needs non-empty blocks")
+    fields = _encode(data, bounds, int(threshold), bool(recycle), -1 if max_depth is None else int(max_depth), int(merges_per_step))
+    return EncodedBlocks(*fields)
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # type: ignore[no-untyped-def]
+    """Every block in turn; returns the columns of ``EncodedBlocks``."""
+    n_blocks = len(bounds) - 1
+    longest = 1
+    for b in range(n_blocks):
+        longest = max(longest, bounds[b + 1] - bounds[b])
+
+    # the result; a merge removes at least one symbol, so a block makes fewer merges than its length
+    room = max(len(data) - n_blocks, 0)
+    n_merges = np.zeros(n_blocks, dtype=np.int64)
+    n_fresh = np.zeros(n_blocks, dtype=np.int64)
+    code = np.empty(room, dtype=np.uint8)
+    left = np.empty(room, dtype=np.uint8)
+    right = np.empty(room, dtype=np.uint8)
+    count = np.empty(room, dtype=np.int64)
+    expansion = np.empty(room, dtype=np.int64)
+    payload_len = np.zeros(n_blocks, dtype=np.int64)
+    payload = np.empty(len(data), dtype=np.uint8)
+
+    # the workspace, sized for the longest block and reused by every block
+    val = np.empty(longest + 1, dtype=np.int16)
+    nxt = np.empty(longest + 1, dtype=np.int32)
+    prv = np.empty(longest + 1, dtype=np.int32)
+    counts = np.zeros(65536, dtype=np.uint16)
+    bound = np.zeros(256, dtype=np.int64)
+    arg = np.zeros(256, dtype=np.int64)
+    stale = np.zeros(256, dtype=np.bool_)
+    run_at = np.zeros(65536, dtype=np.int32)
+    # the first pairs (< longest), two new pairs per match (< 2 * longest), a header per run at most
+    index = np.empty(6 * longest + 16, dtype=np.int32)
+    new_pos = np.empty(2 * longest + 2, dtype=np.int32)
+    new_cell = np.empty(2 * longest + 2, dtype=np.int32)
+    tally = np.zeros(65536, dtype=np.int32)
+    cells = np.empty(65536, dtype=np.int32)
+
+    n_done = 0  # merges written
+    p_done = 0  # payload bytes written
+    for b in range(n_blocks):
+        block = data[bounds[b] : bounds[b + 1]]
+        made, fresh = _encode_block(
+            block,
+            threshold,
+            recycle,
+            max_depth,
+            merges_per_step,
+            (val, nxt, prv),
+            (counts, bound, arg, stale),
+            (run_at, index, new_pos, new_cell, tally, cells),
+            (code[n_done:], left[n_done:], right[n_done:], count[n_done:], expansion[n_done:]),
+        )
+        n_merges[b] = made
+        n_fresh[b] = fresh
+        n_done += made
+        size = _take_payload(val, nxt, counts, len(block), payload[p_done:])
+        payload_len[b] = size
+        p_done += size
+    return (
+        n_merges,
+        n_fresh,
+        code[:n_done].copy(),
+        left[:n_done].copy(),
+        right[:n_done].copy(),
+        count[:n_done].copy(),
+        expansion[:n_done].copy(),
+        payload_len,
+        payload[:p_done].copy(),
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_block(block, threshold, recycle, max_depth, merges_per_step, links, table, occurrences, out):  # type: ignore[no-untyped-def]
+    """Gage's loop over one block; writes its merges to *out*, returns (merges, fresh ones)."""
+    val, nxt, prv = links
+    counts, bound, arg, stale = table
+    run_at, index, new_pos, new_cell, tally, cells = occurrences
+    out_code, out_left, out_right, out_count, out_expansion = out
+    n = len(block)
+
+    symcount = np.zeros(256, dtype=np.int64)  # how often each value occurs now
+    n_index = _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, occurrences, threshold)
+    fresh = np.empty(256, dtype=np.int64)  # values absent from the block, highest first
+    n_free = 0
+    for v in range(255, -1, -1):
+        if symcount[v] == 0:
+            fresh[n_free] = v
+            n_free += 1
+    explen = np.ones(256, dtype=np.int64)  # bytes each symbol stands for
+    depth = np.zeros(256, dtype=np.int64)  # stack slots Gage's expander needs for it
+
+    n_best = merges_per_step + 2 if merges_per_step > 1 else 1
+    top = np.empty(n_best, dtype=np.int64)
+    top_count = np.empty(n_best, dtype=np.int64)
+    spare = np.empty(256, dtype=np.int64)
+    step_left = np.empty(merges_per_step, dtype=np.int64)
+    step_right = np.empty(merges_per_step, dtype=np.int64)
+    step_code = np.empty(merges_per_step, dtype=np.int64)
+    step_count = np.empty(merges_per_step, dtype=np.int64)
+    step_fresh = np.empty(merges_per_step, dtype=np.bool_)
+    step_made = np.empty(merges_per_step, dtype=np.int64)
+
+    n_used = 0  # fresh codes used
+    n_recycled = 0
+    n_merges = 0
+    while True:
+        _best_rows(counts, bound, arg, stale, depth, max_depth, top, top_count)
+        n_step = _choose(
+            top,
+            top_count,
+            arg,
+            symcount,
+            depth,
+            fresh,
+            n_free,
+            n_used,
+            n_recycled,
+            threshold,
+            recycle,
+            max_depth,
+            merges_per_step,
+            spare,
+            (step_left, step_right, step_code, step_count, step_fresh),
+        )
+        if n_step == 0:
+            break
+        n_new = 0
+        for m in range(n_step):
+            step_made[m], n_new = _replace(
+                step_left[m], step_right[m], step_code[m], n, val, nxt, prv, table, occurrences, n_new
+            )
+        n_index = _index_new_pairs(counts, occurrences, n_index, n_new, threshold)
+
+        for m in range(n_step):
+            a, z, c, made = step_left[m], step_right[m], step_code[m], step_made[m]
+            symcount[a] -= made
+            symcount[z] -= made
+            symcount[c] += made
+            out_code[n_merges + m] = c
+            out_left[n_merges + m] = a
+            out_right[n_merges + m] = z
+            out_count[n_merges + m] = step_count[m]
+            out_expansion[n_merges + m] = explen[a] + explen[z]
+            if step_fresh[m]:
+                n_used += 1
+            else:
+                n_recycled += 1
+        for m in range(n_step):  # codes are never operands of their own step
+            c = step_code[m]
+            explen[c] = out_expansion[n_merges + m]
+            depth[c] = max(2, 1 + depth[step_left[m]], depth[step_right[m]])
+        n_merges += n_step
+    return n_merges, n_used
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, occurrences, threshold):  # type: ignore[no-untyped-def]
+    """Link the block's positions, count its values and pairs, and index every pair seen at
+    least *threshold* times (its positions in order); returns the index's length."""
+    run_at, index, new_pos, new_cell, tally, cells = occurrences
+    n = len(block)
+    for i in range(n):
+        val[i] = block[i]
+        nxt[i] = i + 1
+        prv[i] = i - 1
+        symcount[block[i]] += 1
+    prv[0] = n
+    val[n] = END
+    nxt[n] = n
+    prv[n] = n
+
+    n_cells = 0  # distinct pairs, listed in cells
+    for i in range(n - 1):
+        cell = val[i] * 256 + val[i + 1]
+        if counts[cell] == 0:
+            cells[n_cells] = cell
+            n_cells += 1
+        counts[cell] += 1
+
+    bound[:] = 0
+    arg[:] = 0
+    stale[:] = False
+    n_index = 0
+    for t in range(n_cells):
+        cell = cells[t]
+        c = np.int64(counts[cell])
+        row = cell >> 8
+        col = cell & 255
+        if c > bound[row] or (c == bound[row] and col < arg[row]):
+            bound[row] = c
+            arg[row] = col
+        if c >= threshold:  # a run: its length, then its positions (filled below)
+            run_at[cell] = n_index
+            index[n_index] = c
+            tally[cell] = n_index + 1  # where its next position goes
+            n_index += 1 + c
+    for i in range(n - 1):
+        cell = val[i] * 256 + val[i + 1]
+        if counts[cell] >= threshold:
+            index[tally[cell]] = i
+            tally[cell] += 1
+    for t in range(n_cells):
+        tally[cells[t]] = 0
+    return n_index
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_rows(counts, bound, arg, stale, depth, max_depth, top, top_count):  # type: ignore[no-untyped-def]
+    """The ``len(top)`` best rows by their maximum count (ties: the lower row) into *top*,
+    best first, with their counts; rows whose left symbol is at *max_depth* count 0.
+
+    Picks by the rows' bounds; a stale row among the picked is rescanned and the pick
+    made again, until every picked row's bound is its true maximum."""
+    n_best = len(top)
+    while True:
+        n = 0
+        for row in range(256):
+            c = bound[row]
+            if max_depth >= 0 and depth[row] >= max_depth:
+                c = 0
+            if n == n_best and c <= top_count[n - 1]:
+                continue  # rows come in ascending order: a tie ranks below
+            j = n if n < n_best else n_best - 1
+            if n < n_best:
+                n += 1
+            while j > 0 and top_count[j - 1] < c:
+                top[j] = top[j - 1]
+                top_count[j] = top_count[j - 1]
+                j -= 1
+            top[j] = row
+            top_count[j] = c
+        rescanned = False
+        for t in range(n_best):
+            row = top[t]
+            if stale[row] and top_count[t] > 0:
+                _rescan(counts, bound, arg, stale, row)
+                rescanned = True
+        if not rescanned:
+            return
+
+
+@numba.njit(cache=True, nogil=True)
+def _rescan(counts, bound, arg, stale, row):  # type: ignore[no-untyped-def]
+    """The true maximum of *row* and its lowest column."""
+    best = 0
+    col = 0
+    for c in range(256):
+        v = np.int64(counts[row * 256 + c])
+        if v > best:
+            best = v
+            col = c
+    bound[row] = best
+    arg[row] = col
+    stale[row] = False
+
+
+@numba.njit(cache=True, nogil=True)
+def _choose(  # type: ignore[no-untyped-def]
+    top,
+    top_count,
+    arg,
+    symcount,
+    depth,
+    fresh,
+    n_free,
+    n_used,
+    n_recycled,
+    threshold,
+    recycle,
+    max_depth,
+    merges_per_step,
+    spare,
+    step,
+):
+    """The merges of this step into *step* (left, right, code, count, fresh); returns how
+    many (0: the block is done). See the module docstring for the rules."""
+    step_left, step_right, step_code, step_count, step_fresh = step
+    has_fresh = n_used < n_free
+    n_spare = 0
+    best = top_count[0]
+    if has_fresh:
+        ok = best >= threshold
+    elif recycle:
+        for v in range(255, -1, -1):  # values no longer in the block, highest first
+            if symcount[v] == 0:
+                spare[n_spare] = v
+                n_spare += 1
+        n_spare = min(n_spare, MAX_RECYCLED - n_recycled)
+        ok = n_spare > 0 and best > threshold  # a recycled code needs one occurrence more
+    else:
+        ok = False
+    if not ok:
+        return 0
+
+    if merges_per_step == 1:
+        a = top[0]
+        z = arg[a]
+        if max_depth >= 0 and max(2, 1 + depth[a], depth[z]) > max_depth:
+            return 0
+        step_left[0] = a
+        step_right[0] = z
+        step_code[0] = fresh[n_used] if has_fresh else spare[0]
+        step_count[0] = best
+        step_fresh[0] = has_fresh
+        return 1
+
+    # further merges: fresh codes only while plenty are left; spare values while one is left over
+    if has_fresh:
+        limit = merges_per_step if n_free - n_used > merges_per_step else 1
+    else:
+        limit = min(max(n_spare - 1, 1), merges_per_step)
+    n = 0
+    for t in range(len(top)):
+        if not _passes(t, top_count, has_fresh, threshold):
+            continue
+        a = top[t]
+        z = arg[a]
+        clash = False
+        for u in range(t):  # a better candidate that passed, taken or not
+            if _passes(u, top_count, has_fresh, threshold) and (a == arg[top[u]] or z == top[u]):
+                clash = True
+                break
+        if clash:
+            continue
+        if n == limit:
+            break
+        step_left[n] = a
+        step_right[n] = z
+        step_code[n] = fresh[min(n_used + n, 255)] if has_fresh else spare[n]
+        step_count[n] = top_count[t]
+        step_fresh[n] = has_fresh
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _passes(t, top_count, has_fresh, threshold):  # type: ignore[no-untyped-def]
+    """Whether candidate *t* is frequent enough for its code (the first one always is)."""
+    c = top_count[t]
+    return t == 0 or (c >= threshold and (has_fresh or c > threshold))
+
+
+@numba.njit(cache=True, nogil=True)
+def _lose(counts, bound, stale, cell):  # type: ignore[no-untyped-def]
+    """One occurrence of *cell* less; its row's bound may now be too high."""
+    c = counts[cell]
+    if c == bound[cell >> 8]:
+        stale[cell >> 8] = True
+    counts[cell] = c - 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _gain(counts, bound, arg, stale, cell):  # type: ignore[no-untyped-def]
+    """One occurrence of *cell* more; its row's bound rises with it."""
+    c = np.int64(counts[cell]) + 1
+    counts[cell] = c
+    row = cell >> 8
+    col = cell & 255
+    if c > bound[row]:  # the row's true maximum, in this column alone
+        bound[row] = c
+        arg[row] = col
+        stale[row] = False
+    elif c == bound[row] and col < arg[row]:
+        arg[row] = col
+
+
+@numba.njit(cache=True, nogil=True)
+def _replace(a, z, code, n, val, nxt, prv, table, occurrences, n_new):  # type: ignore[no-untyped-def]
+    counts, bound, arg, stale = table
+    run_at, index, new_pos, new_cell, tally, cells = occurrences
+    pair = a * 256 + z
+    start = run_at[pair] + 1
+    stop = start + index[start - 1]
+    made = 0
+    for e in range(start, stop):
+        i = index[e]
+        if val[i] != a:
+            continue
+        j = nxt[i]
+        if val[j] != z:
+            continue
+        p = prv[i]
+        q = nxt[j]
+        cell = pair
+        c = counts[cell]
+        if c == bound[cell >> 8]: stale[cell >> 8] = True
+        counts[cell] = c - 1
+        if p != n:
+            before = val[p] * 256
+            cell = before + a
+            c = counts[cell]
+            if c == bound[cell >> 8]: stale[cell >> 8] = True
+            counts[cell] = c - 1
+            cell = before + code
+            c = np.int64(counts[cell]) + 1
+            counts[cell] = c
+            row = cell >> 8
+            if c > bound[row]:
+                bound[row] = c; arg[row] = cell & 255; stale[row] = False
+            elif c == bound[row] and (cell & 255) < arg[row]:
+                arg[row] = cell & 255
+            new_pos[n_new] = p
+            new_cell[n_new] = before + code
+            n_new += 1
+        if q != n:
+            after = val[q]
+            cell = z * 256 + after
+            c = counts[cell]
+            if c == bound[cell >> 8]: stale[cell >> 8] = True
+            counts[cell] = c - 1
+            cell = code * 256 + after
+            c = np.int64(counts[cell]) + 1
+            counts[cell] = c
+            row = cell >> 8
+            if c > bound[row]:
+                bound[row] = c; arg[row] = cell & 255; stale[row] = False
+            elif c == bound[row] and (cell & 255) < arg[row]:
+                arg[row] = cell & 255
+            new_pos[n_new] = i
+            new_cell[n_new] = code * 256 + after
+            n_new += 1
+        val[i] = code
+        val[j] = DEAD
+        nxt[i] = q
+        prv[q] = i
+        made += 1
+    return made, n_new
+
+
+@numba.njit(cache=True, nogil=True)
+def _index_new_pairs(counts, occurrences, n_index, n_new, threshold):  # type: ignore[no-untyped-def]
+    """Index the step's new pairs that are frequent enough to be chosen some day: one run
+    per pair (each pair's entries come from one side of one merge, in position order)."""
+    run_at, index, new_pos, new_cell, tally, cells = occurrences
+    n_cells = 0
+    for e in range(n_new):
+        cell = new_cell[e]
+        if counts[cell] >= threshold:
+            if tally[cell] == 0:
+                cells[n_cells] = cell
+                n_cells += 1
+            tally[cell] += 1
+    for t in range(n_cells):
+        cell = cells[t]
+        run_at[cell] = n_index
+        index[n_index] = tally[cell]
+        n_index += 1 + tally[cell]
+        tally[cell] = run_at[cell] + 1  # where its next position goes
+    for e in range(n_new):
+        cell = new_cell[e]
+        if counts[cell] >= threshold:
+            index[tally[cell]] = new_pos[e]
+            tally[cell] += 1
+    for t in range(n_cells):
+        tally[cells[t]] = 0
+    return n_index
+
+
+@numba.njit(cache=True, nogil=True)
+def _take_payload(val, nxt, counts, n, payload):  # type: ignore[no-untyped-def]
+    """Write the block's symbols left, in order, to *payload*; returns how many. Zeroes the
+    counts of the pairs left on the way (no other count is non-zero) for the next block."""
+    size = 0
+    i = 0
+    while i != n:
+        payload[size] = val[i]
+        size += 1
+        j = nxt[i]
+        if j != n:
+            counts[val[i] * 256 + val[j]] = 0
+        i = j
+    return size
