@@ -67,6 +67,7 @@ __all__ = ["encode_blocks"]
 
 END = 256  # val at the end of the list: no pair holds it
 DEAD = 257  # val at a position a merge removed
+MAX_BLOCK = 65535  # positions and counts are 16-bit
 
 
 def encode_blocks(
@@ -85,7 +86,10 @@ def encode_blocks(
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     if np.any(bounds[1:] <= bounds[:-1]):
         raise ValueError("encode_blocks needs non-empty blocks")
-    fields = _encode(data, bounds, int(threshold), bool(recycle), -1 if max_depth is None else int(max_depth), int(merges_per_step))
+    if len(bounds) > 1 and np.max(bounds[1:] - bounds[:-1]) > MAX_BLOCK:
+        raise ValueError(f"the compiled engine takes blocks of at most {MAX_BLOCK} bytes")
+    depth = -1 if max_depth is None else int(max_depth)
+    fields = _encode(data, bounds, int(threshold), bool(recycle), depth, int(merges_per_step))
     return EncodedBlocks(*fields)
 
 
@@ -111,41 +115,51 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
 
     # the workspace, sized for the longest block and reused by every block
     val = np.empty(longest + 1, dtype=np.int16)
-    nxt = np.empty(longest + 1, dtype=np.int32)
-    prv = np.empty(longest + 1, dtype=np.int32)
+    nxt = np.empty(longest + 1, dtype=np.uint16)
+    prv = np.empty(longest + 1, dtype=np.uint16)
     counts = np.zeros(65536, dtype=np.uint16)
     bound = np.zeros(256, dtype=np.int64)
     arg = np.zeros(256, dtype=np.int64)
     stale = np.zeros(256, dtype=np.bool_)
     run_at = np.zeros(65536, dtype=np.int32)
-    # the first pairs (< longest), two new pairs per match (< 2 * longest), a header per run at most
-    index = np.empty(6 * longest + 16, dtype=np.int32)
-    new_pos = np.empty(2 * longest + 2, dtype=np.int32)
-    new_cell = np.empty(2 * longest + 2, dtype=np.int32)
-    tally = np.zeros(65536, dtype=np.int32)
+    # runs of the first pairs (< longest positions) and of pairs made by matches (two a
+    # match, < 2 * longest), each with a header
+    index = np.empty(6 * longest + 16, dtype=np.uint16)
+    made = np.empty((2, longest + 1), dtype=np.uint16)  # a step's new pairs: where, per side
+    made_sym = np.empty((2, longest + 1), dtype=np.int16)  # and their other symbol
     cells = np.empty(65536, dtype=np.int32)
 
     n_done = 0  # merges written
     p_done = 0  # payload bytes written
     for b in range(n_blocks):
         block = data[bounds[b] : bounds[b + 1]]
-        made, fresh = _encode_block(
+        n_merges[b], n_fresh[b] = _encode_block(
             block,
             threshold,
             recycle,
             max_depth,
             merges_per_step,
-            (val, nxt, prv),
-            (counts, bound, arg, stale),
-            (run_at, index, new_pos, new_cell, tally, cells),
-            (code[n_done:], left[n_done:], right[n_done:], count[n_done:], expansion[n_done:]),
+            val,
+            nxt,
+            prv,
+            counts,
+            bound,
+            arg,
+            stale,
+            run_at,
+            index,
+            made,
+            made_sym,
+            cells,
+            code[n_done:],
+            left[n_done:],
+            right[n_done:],
+            count[n_done:],
+            expansion[n_done:],
         )
-        n_merges[b] = made
-        n_fresh[b] = fresh
-        n_done += made
-        size = _take_payload(val, nxt, counts, len(block), payload[p_done:])
-        payload_len[b] = size
-        p_done += size
+        n_done += n_merges[b]
+        payload_len[b] = _take_payload(val, nxt, counts, len(block), payload[p_done:])
+        p_done += payload_len[b]
     return (
         n_merges,
         n_fresh,
@@ -160,16 +174,35 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_block(block, threshold, recycle, max_depth, merges_per_step, links, table, occurrences, out):  # type: ignore[no-untyped-def]
-    """Gage's loop over one block; writes its merges to *out*, returns (merges, fresh ones)."""
-    val, nxt, prv = links
-    counts, bound, arg, stale = table
-    run_at, index, new_pos, new_cell, tally, cells = occurrences
-    out_code, out_left, out_right, out_count, out_expansion = out
+def _encode_block(  # type: ignore[no-untyped-def]
+    block,
+    threshold,
+    recycle,
+    max_depth,
+    merges_per_step,
+    val,
+    nxt,
+    prv,
+    counts,
+    bound,
+    arg,
+    stale,
+    run_at,
+    index,
+    made,
+    made_sym,
+    cells,
+    out_code,
+    out_left,
+    out_right,
+    out_count,
+    out_expansion,
+):
+    """Gage's loop over one block; writes its merges to the ``out_`` arrays, returns
+    (merges, fresh ones)."""
     n = len(block)
-
     symcount = np.zeros(256, dtype=np.int64)  # how often each value occurs now
-    n_index = _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, occurrences, threshold)
+    n_index = _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, threshold)
     fresh = np.empty(256, dtype=np.int64)  # values absent from the block, highest first
     n_free = 0
     for v in range(255, -1, -1):
@@ -189,6 +222,7 @@ def _encode_block(block, threshold, recycle, max_depth, merges_per_step, links, 
     step_count = np.empty(merges_per_step, dtype=np.int64)
     step_fresh = np.empty(merges_per_step, dtype=np.bool_)
     step_made = np.empty(merges_per_step, dtype=np.int64)
+    ends = np.zeros((2, merges_per_step + 1), dtype=np.int64)  # where each merge's new pairs end in made
 
     n_used = 0  # fresh codes used
     n_recycled = 0
@@ -210,22 +244,26 @@ def _encode_block(block, threshold, recycle, max_depth, merges_per_step, links, 
             max_depth,
             merges_per_step,
             spare,
-            (step_left, step_right, step_code, step_count, step_fresh),
+            step_left,
+            step_right,
+            step_code,
+            step_count,
+            step_fresh,
         )
         if n_step == 0:
             break
-        n_new = 0
         for m in range(n_step):
-            step_made[m], n_new = _replace(
-                step_left[m], step_right[m], step_code[m], n, val, nxt, prv, table, occurrences, n_new
-            )
-        n_index = _index_new_pairs(counts, occurrences, n_index, n_new, threshold)
+            step_made[m] = _replace(
+                step_left[m], step_right[m], step_code[m], n, val, nxt, prv, counts, bound, arg, stale,
+                run_at, index, made, made_sym, ends, m,
+            )  # fmt: skip
+        n_index = _index_new_pairs(counts, run_at, index, n_index, made, made_sym, ends, step_code, n_step, threshold)
 
         for m in range(n_step):
-            a, z, c, made = step_left[m], step_right[m], step_code[m], step_made[m]
-            symcount[a] -= made
-            symcount[z] -= made
-            symcount[c] += made
+            a, z, c = step_left[m], step_right[m], step_code[m]
+            symcount[a] -= step_made[m]
+            symcount[z] -= step_made[m]
+            symcount[c] += step_made[m]
             out_code[n_merges + m] = c
             out_left[n_merges + m] = a
             out_right[n_merges + m] = z
@@ -244,10 +282,9 @@ def _encode_block(block, threshold, recycle, max_depth, merges_per_step, links, 
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, occurrences, threshold):  # type: ignore[no-untyped-def]
+def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, threshold):  # type: ignore[no-untyped-def]
     """Link the block's positions, count its values and pairs, and index every pair seen at
     least *threshold* times (its positions in order); returns the index's length."""
-    run_at, index, new_pos, new_cell, tally, cells = occurrences
     n = len(block)
     for i in range(n):
         val[i] = block[i]
@@ -279,18 +316,19 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, occu
         if c > bound[row] or (c == bound[row] and col < arg[row]):
             bound[row] = c
             arg[row] = col
-        if c >= threshold:  # a run: its length, then its positions (filled below)
-            run_at[cell] = n_index
+        if c >= threshold:  # a run: its length, then its positions, filled below
             index[n_index] = c
-            tally[cell] = n_index + 1  # where its next position goes
+            run_at[cell] = n_index + 1  # where its next position goes, for now
             n_index += 1 + c
     for i in range(n - 1):
         cell = val[i] * 256 + val[i + 1]
         if counts[cell] >= threshold:
-            index[tally[cell]] = i
-            tally[cell] += 1
+            index[run_at[cell]] = i
+            run_at[cell] += 1
     for t in range(n_cells):
-        tally[cells[t]] = 0
+        cell = cells[t]
+        if counts[cell] >= threshold:
+            run_at[cell] -= 1 + counts[cell]  # back to the run's header
     return n_index
 
 
@@ -299,46 +337,39 @@ def _best_rows(counts, bound, arg, stale, depth, max_depth, top, top_count):  # 
     """The ``len(top)`` best rows by their maximum count (ties: the lower row) into *top*,
     best first, with their counts; rows whose left symbol is at *max_depth* count 0.
 
-    Picks by the rows' bounds; a stale row among the picked is rescanned and the pick
-    made again, until every picked row's bound is its true maximum."""
+    One pass over the rows' bounds, keeping the best so far in order; a stale row whose
+    bound would enter them is rescanned first, and enters only if its true maximum does.
+    A row left out has a bound (so a count) no higher than the last kept one's."""
     n_best = len(top)
-    while True:
-        n = 0
-        for row in range(256):
+    top_count[:] = -1
+    for row in range(256):
+        c = bound[row]
+        if max_depth >= 0 and depth[row] >= max_depth:
+            c = 0
+        elif stale[row] and c > top_count[n_best - 1]:
+            _rescan(counts, bound, arg, stale, row)
             c = bound[row]
-            if max_depth >= 0 and depth[row] >= max_depth:
-                c = 0
-            if n == n_best and c <= top_count[n - 1]:
-                continue  # rows come in ascending order: a tie ranks below
-            j = n if n < n_best else n_best - 1
-            if n < n_best:
-                n += 1
-            while j > 0 and top_count[j - 1] < c:
-                top[j] = top[j - 1]
-                top_count[j] = top_count[j - 1]
-                j -= 1
-            top[j] = row
-            top_count[j] = c
-        rescanned = False
-        for t in range(n_best):
-            row = top[t]
-            if stale[row] and top_count[t] > 0:
-                _rescan(counts, bound, arg, stale, row)
-                rescanned = True
-        if not rescanned:
-            return
+        if c <= top_count[n_best - 1]:
+            continue  # rows come in ascending order: a tie ranks below
+        j = n_best - 1  # the last one drops out
+        while j > 0 and top_count[j - 1] < c:
+            top[j] = top[j - 1]
+            top_count[j] = top_count[j - 1]
+            j -= 1
+        top[j] = row
+        top_count[j] = c
 
 
 @numba.njit(cache=True, nogil=True)
 def _rescan(counts, bound, arg, stale, row):  # type: ignore[no-untyped-def]
-    """The true maximum of *row* and its lowest column."""
+    """The true maximum of *row* and its lowest column (two loops: the first one vectorises)."""
+    cells = counts[row * 256 : row * 256 + 256]
     best = 0
-    col = 0
     for c in range(256):
-        v = np.int64(counts[row * 256 + c])
-        if v > best:
-            best = v
-            col = c
+        best = max(best, cells[c])
+    col = 0
+    while cells[col] != best:
+        col += 1
     bound[row] = best
     arg[row] = col
     stale[row] = False
@@ -360,11 +391,14 @@ def _choose(  # type: ignore[no-untyped-def]
     max_depth,
     merges_per_step,
     spare,
-    step,
+    step_left,
+    step_right,
+    step_code,
+    step_count,
+    step_fresh,
 ):
-    """The merges of this step into *step* (left, right, code, count, fresh); returns how
-    many (0: the block is done). See the module docstring for the rules."""
-    step_left, step_right, step_code, step_count, step_fresh = step
+    """The merges of this step (left, right, code, count, fresh) into the ``step_`` arrays;
+    returns how many (0: the block is done). See the module docstring for the rules."""
     has_fresh = n_used < n_free
     n_spare = 0
     best = top_count[0]
@@ -431,118 +465,127 @@ def _passes(t, top_count, has_fresh, threshold):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True)
-def _lose(counts, bound, stale, cell):  # type: ignore[no-untyped-def]
-    """One occurrence of *cell* less; its row's bound may now be too high."""
-    c = counts[cell]
-    if c == bound[cell >> 8]:
-        stale[cell >> 8] = True
-    counts[cell] = c - 1
+def _replace(  # type: ignore[no-untyped-def]
+    a, z, code, n, val, nxt, prv, counts, bound, arg, stale, run_at, index, made, made_sym, ends, m
+):
+    """Replace the pair (*a*, *z*) by *code*, left to right, at the positions its run of the
+    index lists that still hold it; returns how many.
 
-
-@numba.njit(cache=True, nogil=True)
-def _gain(counts, bound, arg, stale, cell):  # type: ignore[no-untyped-def]
-    """One occurrence of *cell* more; its row's bound rises with it."""
-    c = np.int64(counts[cell]) + 1
-    counts[cell] = c
-    row = cell >> 8
-    col = cell & 255
-    if c > bound[row]:  # the row's true maximum, in this column alone
-        bound[row] = c
-        arg[row] = col
-        stale[row] = False
-    elif c == bound[row] and col < arg[row]:
-        arg[row] = col
-
-
-@numba.njit(cache=True, nogil=True)
-def _replace(a, z, code, n, val, nxt, prv, table, occurrences, n_new):  # type: ignore[no-untyped-def]
-    counts, bound, arg, stale = table
-    run_at, index, new_pos, new_cell, tally, cells = occurrences
+    Each match takes one off the counts of (prev, a), (a, z) and (z, next) and adds one
+    to (prev, code) and (code, next): a count falling from its row's bound makes the row
+    stale, a count rising above it raises it. The pairs made are listed in *made* for
+    the index: side 0 (prev, code) by prev's position, side 1 (code, next) by the match's,
+    with the other symbol in *made_sym*; merge *m*'s end where ``ends[:, m + 1]`` says."""
     pair = a * 256 + z
     start = run_at[pair] + 1
     stop = start + index[start - 1]
-    made = 0
+    n_before = ends[0, m]
+    n_after = ends[1, m]
+    matches = 0
     for e in range(start, stop):
         i = index[e]
         if val[i] != a:
-            continue
+            continue  # merged away, or the right half of the match before (aaa)
         j = nxt[i]
         if val[j] != z:
             continue
         p = prv[i]
         q = nxt[j]
-        cell = pair
-        c = counts[cell]
-        if c == bound[cell >> 8]: stale[cell >> 8] = True
-        counts[cell] = c - 1
-        if p != n:
-            before = val[p] * 256
-            cell = before + a
+
+        c = counts[pair]
+        if c == bound[a]:
+            stale[a] = True
+        counts[pair] = c - 1
+
+        if p != n:  # (prev, a) becomes (prev, code)
+            x = val[p]
+            cell = x * 256 + a
             c = counts[cell]
-            if c == bound[cell >> 8]: stale[cell >> 8] = True
+            if c == bound[x]:
+                stale[x] = True
             counts[cell] = c - 1
-            cell = before + code
+            cell = x * 256 + code
             c = np.int64(counts[cell]) + 1
             counts[cell] = c
-            row = cell >> 8
-            if c > bound[row]:
-                bound[row] = c; arg[row] = cell & 255; stale[row] = False
-            elif c == bound[row] and (cell & 255) < arg[row]:
-                arg[row] = cell & 255
-            new_pos[n_new] = p
-            new_cell[n_new] = before + code
-            n_new += 1
-        if q != n:
-            after = val[q]
-            cell = z * 256 + after
+            if c > bound[x]:  # the row's true maximum, in this column alone
+                bound[x] = c
+                arg[x] = code
+                stale[x] = False
+            elif c == bound[x] and code < arg[x]:
+                arg[x] = code
+            made[0, n_before] = p
+            made_sym[0, n_before] = x
+            n_before += 1
+
+        if q != n:  # (z, next) becomes (code, next)
+            y = val[q]
+            cell = z * 256 + y
             c = counts[cell]
-            if c == bound[cell >> 8]: stale[cell >> 8] = True
+            if c == bound[z]:
+                stale[z] = True
             counts[cell] = c - 1
-            cell = code * 256 + after
+            cell = code * 256 + y
             c = np.int64(counts[cell]) + 1
             counts[cell] = c
-            row = cell >> 8
-            if c > bound[row]:
-                bound[row] = c; arg[row] = cell & 255; stale[row] = False
-            elif c == bound[row] and (cell & 255) < arg[row]:
-                arg[row] = cell & 255
-            new_pos[n_new] = i
-            new_cell[n_new] = code * 256 + after
-            n_new += 1
+            if c > bound[code]:
+                bound[code] = c
+                arg[code] = y
+                stale[code] = False
+            elif c == bound[code] and y < arg[code]:
+                arg[code] = y
+            made[1, n_after] = i
+            made_sym[1, n_after] = y
+            n_after += 1
+
         val[i] = code
         val[j] = DEAD
         nxt[i] = q
         prv[q] = i
-        made += 1
-    return made, n_new
+        matches += 1
+    ends[0, m + 1] = n_before
+    ends[1, m + 1] = n_after
+    return matches
 
 
 @numba.njit(cache=True, nogil=True)
-def _index_new_pairs(counts, occurrences, n_index, n_new, threshold):  # type: ignore[no-untyped-def]
-    """Index the step's new pairs that are frequent enough to be chosen some day: one run
-    per pair (each pair's entries come from one side of one merge, in position order)."""
-    run_at, index, new_pos, new_cell, tally, cells = occurrences
-    n_cells = 0
-    for e in range(n_new):
-        cell = new_cell[e]
-        if counts[cell] >= threshold:
-            if tally[cell] == 0:
-                cells[n_cells] = cell
-                n_cells += 1
-            tally[cell] += 1
-    for t in range(n_cells):
-        cell = cells[t]
-        run_at[cell] = n_index
-        index[n_index] = tally[cell]
-        n_index += 1 + tally[cell]
-        tally[cell] = run_at[cell] + 1  # where its next position goes
-    for e in range(n_new):
-        cell = new_cell[e]
-        if counts[cell] >= threshold:
-            index[tally[cell]] = new_pos[e]
-            tally[cell] += 1
-    for t in range(n_cells):
-        tally[cells[t]] = 0
+def _index_new_pairs(counts, run_at, index, n_index, made, made_sym, ends, step_code, n_step, threshold):  # type: ignore[no-untyped-def]
+    """Index the step's new pairs that are frequent enough to be chosen some day.
+
+    A new pair holds its merge's code, so each comes from one side of one merge: (x,
+    code) from side 0, (code, x) from side 1. Each side of each merge is sorted by x
+    (a count per x, in 256 entries), keeping position order within a pair."""
+    tally = np.zeros(256, dtype=np.int64)
+    fill = np.empty(256, dtype=np.int64)
+    xs = np.empty(256, dtype=np.int64)
+    for m in range(n_step):
+        code = step_code[m]
+        for side in range(2):
+            lo = ends[side, m]
+            hi = ends[side, m + 1]
+            n_xs = 0
+            for e in range(lo, hi):
+                x = made_sym[side, e]
+                if tally[x] == 0:
+                    xs[n_xs] = x
+                    n_xs += 1
+                tally[x] += 1
+            for t in range(n_xs):
+                x = xs[t]
+                cell = x * 256 + code if side == 0 else code * 256 + x
+                fill[x] = -1
+                if counts[cell] >= threshold:
+                    run_at[cell] = n_index
+                    index[n_index] = tally[x]
+                    fill[x] = n_index + 1
+                    n_index += 1 + tally[x]
+                tally[x] = 0
+            for e in range(lo, hi):
+                x = made_sym[side, e]
+                if fill[x] >= 0:
+                    index[fill[x]] = made[side, e]
+                    fill[x] += 1
+    ends[0, 0] = 0
+    ends[1, 0] = 0
     return n_index
 
 
