@@ -26,7 +26,7 @@ pytest.importorskip("numba", reason="the compiled engine needs numba (pip instal
 if not jit._ready(quiet=True):  # sets numba's cache directory up before numba is imported
     pytest.skip("numba has no writable cache directory here", allow_module_level=True)
 
-from bytepair.core.kernels import encode as compiled  # noqa: E402  (numba is there)
+from bytepair.core.kernels import encode as compiled
 
 GAGE_DEPTH = bytepair.gage.MAX_STACK
 
@@ -37,7 +37,9 @@ def _numpy_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(jit.KERNELS_ENV, "numpy")
 
 
-def assert_same(data: bytes | npt.NDArray[np.uint8], bounds: list[int] | npt.NDArray[np.int64], **params: object) -> None:
+def assert_same(
+    data: bytes | npt.NDArray[np.uint8], bounds: list[int] | npt.NDArray[np.int64], **params: object
+) -> None:
     arr = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data
     cuts = np.asarray(bounds, dtype=np.int64)
     expected = encode_blocks(arr, cuts, **params)  # type: ignore[arg-type]
@@ -126,9 +128,7 @@ def test_bad_arguments_raise_as_numpy_does() -> None:
     recycle=st.booleans(),
     depth=st.sampled_from([None, None, 2, 3, 5, GAGE_DEPTH]),
 )
-def test_hypothesis(
-    data: bytes, cut_seed: int, threshold: int, merges: int, recycle: bool, depth: int | None
-) -> None:
+def test_hypothesis(data: bytes, cut_seed: int, threshold: int, merges: int, recycle: bool, depth: int | None) -> None:
     rng = np.random.default_rng(cut_seed)
     cuts = sorted(set(rng.integers(1, max(2, len(data)), rng.integers(0, 8)).tolist()) - {len(data)})
     params: dict[str, object] = {"threshold": threshold, "recycle": recycle, "merges_per_step": merges}

@@ -19,7 +19,7 @@ pytest.importorskip("numba", reason="the compiled kernels need numba (pip instal
 if not jit._ready(quiet=True):  # sets numba's cache directory up before numba is imported
     pytest.skip("numba has no writable cache directory here", allow_module_level=True)
 
-from bytepair.core.kernels import prepare as compiled  # noqa: E402
+from bytepair.core.kernels import prepare as compiled
 
 CUTTINGS = [(32768, 200), (5000, 200), (65535, 220), (8192, 120), (1, 1), (3, 255), (100, 2)]
 

@@ -289,9 +289,8 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
     for i in range(n):
         val[i] = block[i]
         nxt[i] = i + 1
-        prv[i] = i - 1
+        prv[i] = i - 1 if i > 0 else n
         symcount[block[i]] += 1
-    prv[0] = n
     val[n] = END
     nxt[n] = n
     prv[n] = n
@@ -310,7 +309,7 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
     n_index = 0
     for t in range(n_cells):
         cell = cells[t]
-        c = np.int64(counts[cell])
+        c = int(counts[cell])
         row = cell >> 8
         col = cell & 255
         if c > bound[row] or (c == bound[row] and col < arg[row]):
