@@ -122,11 +122,11 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
     arg = np.zeros(256, dtype=np.int64)
     stale = np.zeros(256, dtype=np.bool_)
     run_at = np.zeros(65536, dtype=np.int32)
-    # runs of the first pairs (< longest positions) and of pairs made by matches (two a
-    # match, < 2 * longest), each with a header
-    index = np.empty(6 * longest + 16, dtype=np.uint16)
-    made = np.empty((2, longest + 1), dtype=np.uint16)  # a step's new pairs: where, per side
-    made_sym = np.empty((2, longest + 1), dtype=np.int16)  # and their other symbol
+    # runs of the first pairs (< longest positions), each with a header
+    index = np.empty(2 * longest + 16, dtype=np.uint16)
+    # the pairs the matches made, per side: where each starts, and its other symbol
+    made = np.empty((2, longest + 1), dtype=np.uint16)
+    made_sym = np.empty((2, longest + 1), dtype=np.uint16)
     cells = np.empty(65536, dtype=np.int32)
 
     n_done = 0  # merges written
@@ -202,7 +202,7 @@ def _encode_block(  # type: ignore[no-untyped-def]
     (merges, fresh ones)."""
     n = len(block)
     symcount = np.zeros(256, dtype=np.int64)  # how often each value occurs now
-    n_index = _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, threshold)
+    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, threshold)
     fresh = np.empty(256, dtype=np.int64)  # values absent from the block, highest first
     n_free = 0
     for v in range(255, -1, -1):
@@ -222,7 +222,12 @@ def _encode_block(  # type: ignore[no-untyped-def]
     step_count = np.empty(merges_per_step, dtype=np.int64)
     step_fresh = np.empty(merges_per_step, dtype=np.bool_)
     step_made = np.empty(merges_per_step, dtype=np.int64)
-    ends = np.zeros((2, merges_per_step + 1), dtype=np.int64)  # where each merge's new pairs end in made
+    # when each symbol became a code (step * 64 + its place in the step; 0: a byte of the
+    # block), and where the pairs its matches made lie in made, per side
+    born = np.zeros(256, dtype=np.int64)
+    made_at = np.zeros((256, 2, 2), dtype=np.int64)
+    made_end = np.zeros(2, dtype=np.int64)
+    step = 0
 
     n_used = 0  # fresh codes used
     n_recycled = 0
@@ -252,12 +257,30 @@ def _encode_block(  # type: ignore[no-untyped-def]
         )
         if n_step == 0:
             break
+        step += 1
         for m in range(n_step):
+            a, z, c = step_left[m], step_right[m], step_code[m]
+            # where the pair's occurrences are listed: a pair is made by the match of its
+            # younger symbol (the later one of a step), on that symbol's side
+            if born[a] == 0 and born[z] == 0:  # two bytes of the block: the first index
+                start = run_at[a * 256 + z] + 1
+                places = index[start : start + index[start - 1]]
+                others = places
+                want = -1
+            elif born[z] >= born[a]:  # made as (prev, z): side 0 of z, where prev was a
+                places = made[0, made_at[z, 0, 0] : made_at[z, 0, 1]]
+                others = made_sym[0, made_at[z, 0, 0] : made_at[z, 0, 1]]
+                want = a
+            else:  # made as (a, next): side 1 of a, where next was z
+                places = made[1, made_at[a, 1, 0] : made_at[a, 1, 1]]
+                others = made_sym[1, made_at[a, 1, 0] : made_at[a, 1, 1]]
+                want = z
+            made_at[c, :, 0] = made_end
             step_made[m] = _replace(
-                step_left[m], step_right[m], step_code[m], n, val, nxt, prv, counts, bound, arg, stale,
-                run_at, index, made, made_sym, ends, m,
-            )  # fmt: skip
-        n_index = _index_new_pairs(counts, run_at, index, n_index, made, made_sym, ends, step_code, n_step, threshold)
+                a, z, c, n, val, nxt, prv, counts, bound, arg, stale, places, others, want, made, made_sym, made_end
+            )
+            made_at[c, :, 1] = made_end
+            born[c] = step * 64 + m
 
         for m in range(n_step):
             a, z, c = step_left[m], step_right[m], step_code[m]
@@ -284,7 +307,7 @@ def _encode_block(  # type: ignore[no-untyped-def]
 @numba.njit(cache=True, nogil=True)
 def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, threshold):  # type: ignore[no-untyped-def]
     """Link the block's positions, count its values and pairs, and index every pair seen at
-    least *threshold* times (its positions in order); returns the index's length."""
+    least *threshold* times (its positions in order)."""
     n = len(block)
     for i in range(n):
         val[i] = block[i]
@@ -328,7 +351,6 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
         cell = cells[t]
         if counts[cell] >= threshold:
             run_at[cell] -= 1 + counts[cell]  # back to the run's header
-    return n_index
 
 
 @numba.njit(cache=True, nogil=True)
@@ -465,24 +487,25 @@ def _passes(t, top_count, has_fresh, threshold):  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True, nogil=True)
 def _replace(  # type: ignore[no-untyped-def]
-    a, z, code, n, val, nxt, prv, counts, bound, arg, stale, run_at, index, made, made_sym, ends, m
+    a, z, code, n, val, nxt, prv, counts, bound, arg, stale, places, others, want, made, made_sym, made_end
 ):
-    """Replace the pair (*a*, *z*) by *code*, left to right, at the positions its run of the
-    index lists that still hold it; returns how many.
+    """Replace the pair (*a*, *z*) by *code*, left to right, at the positions in *places*
+    (those whose entry in *others* is *want*, unless it is -1) that still hold it;
+    returns how many.
 
     Each match takes one off the counts of (prev, a), (a, z) and (z, next) and adds one
     to (prev, code) and (code, next): a count falling from its row's bound makes the row
-    stale, a count rising above it raises it. The pairs made are listed in *made* for
-    the index: side 0 (prev, code) by prev's position, side 1 (code, next) by the match's,
-    with the other symbol in *made_sym*; merge *m*'s end where ``ends[:, m + 1]`` says."""
+    stale, a count rising above it raises it. The pairs made are appended to *made*
+    (``made_end`` says where each side ends): side 0 (prev, code) by prev's position,
+    side 1 (code, next) by the match's, with the other symbol in *made_sym*."""
     pair = a * 256 + z
-    start = run_at[pair] + 1
-    stop = start + index[start - 1]
-    n_before = ends[0, m]
-    n_after = ends[1, m]
+    n_before = made_end[0]
+    n_after = made_end[1]
     matches = 0
-    for e in range(start, stop):
-        i = index[e]
+    for e in range(len(places)):
+        if want >= 0 and others[e] != want:
+            continue  # another pair made by the same matches
+        i = places[e]
         if val[i] != a:
             continue  # merged away, or the right half of the match before (aaa)
         j = nxt[i]
@@ -541,51 +564,9 @@ def _replace(  # type: ignore[no-untyped-def]
         nxt[i] = q
         prv[q] = i
         matches += 1
-    ends[0, m + 1] = n_before
-    ends[1, m + 1] = n_after
+    made_end[0] = n_before
+    made_end[1] = n_after
     return matches
-
-
-@numba.njit(cache=True, nogil=True)
-def _index_new_pairs(counts, run_at, index, n_index, made, made_sym, ends, step_code, n_step, threshold):  # type: ignore[no-untyped-def]
-    """Index the step's new pairs that are frequent enough to be chosen some day.
-
-    A new pair holds its merge's code, so each comes from one side of one merge: (x,
-    code) from side 0, (code, x) from side 1. Each side of each merge is sorted by x
-    (a count per x, in 256 entries), keeping position order within a pair."""
-    tally = np.zeros(256, dtype=np.int64)
-    fill = np.empty(256, dtype=np.int64)
-    xs = np.empty(256, dtype=np.int64)
-    for m in range(n_step):
-        code = step_code[m]
-        for side in range(2):
-            lo = ends[side, m]
-            hi = ends[side, m + 1]
-            n_xs = 0
-            for e in range(lo, hi):
-                x = made_sym[side, e]
-                if tally[x] == 0:
-                    xs[n_xs] = x
-                    n_xs += 1
-                tally[x] += 1
-            for t in range(n_xs):
-                x = xs[t]
-                cell = x * 256 + code if side == 0 else code * 256 + x
-                fill[x] = -1
-                if counts[cell] >= threshold:
-                    run_at[cell] = n_index
-                    index[n_index] = tally[x]
-                    fill[x] = n_index + 1
-                    n_index += 1 + tally[x]
-                tally[x] = 0
-            for e in range(lo, hi):
-                x = made_sym[side, e]
-                if fill[x] >= 0:
-                    index[fill[x]] = made[side, e]
-                    fill[x] += 1
-    ends[0, 0] = 0
-    ends[1, 0] = 0
-    return n_index
 
 
 @numba.njit(cache=True, nogil=True)
