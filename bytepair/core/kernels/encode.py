@@ -7,8 +7,8 @@ independent, so where numpy advances a batch of blocks together, these loops
 finish one block before starting the next, reusing one workspace.
 
 Each block, as in Gage's program: count the pairs, then repeat { choose the
-merges of a step; replace them, left to right; index the pairs they made }
-until no pair is worth a code; the symbols left are the payload.
+merges of a step; replace them, left to right } until no pair is worth a code;
+the symbols left are the payload.
 
 Data structures, one set per call, reused for every block:
 
@@ -22,15 +22,23 @@ Data structures, one set per call, reused for every block:
 * ``bound``/``arg``/``stale``: per row (left symbol), an upper bound of its
   counts, the lowest column holding it, and whether it may be too high. A count
   rising above the bound raises it (and makes it exact again); a count falling
-  from the bound marks the row stale. Only a stale row that reaches the top is
-  rescanned, so choosing a step's pairs looks at 256 bounds and a row or two.
-* ``index``: occurrence lists, one run ``[length, position, ...]`` per pair,
-  made only for pairs that reach the threshold when they are created (the
-  first count, then the end of the step that made the pair): a pair made by a
-  merge contains that merge's code, so all its occurrences are made in that one
-  step and its count can only fall afterwards. ``run_at[cell]`` is where the
-  pair's run starts. Entries go stale (a neighbour merged first); a candidate
-  is checked against ``val`` before it is replaced.
+  from the bound marks the row stale. Only a stale row whose bound would enter
+  the best rows is rescanned, so choosing a step's pairs is one pass over 256
+  bounds and a few rows.
+* Where a chosen pair occurs. A pair of two bytes of the block: ``index``, one
+  run ``[length, position, ...]`` per pair seen at least ``threshold`` times,
+  ``run_at[pair]`` its start. A pair holding a code: a merge makes only pairs
+  that hold its own code, and a code is a value absent from the block (fresh,
+  or recycled once it no longer occurs), so every occurrence of such a pair was
+  made by the matches of its younger symbol (of two codes made in one step, the
+  one replaced later), and its count only falls from then on. Each match lists
+  the pairs it makes in ``made``, per side: ``(prev, code)`` at prev's position
+  and ``(code, next)`` at its own, with the other symbol in ``made_sym``;
+  ``made_at[code]`` says where the code's lists lie. The occurrences of
+  ``(a, Z)``, Z younger, are Z's side 0 entries whose other symbol is ``a``; of
+  ``(A, z)``, A's side 1 entries with ``z``: in position order, and read only
+  for the few pairs ever chosen. Entries go stale (a neighbour merged first), so
+  a candidate is checked against ``val`` before it is replaced.
 
 Rules that fix the output (the numpy engine's, so the bytes never depend on luck):
 
