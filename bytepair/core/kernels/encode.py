@@ -210,7 +210,7 @@ def _encode_block(  # type: ignore[no-untyped-def]
     (merges, fresh ones)."""
     n = len(block)
     symcount = np.zeros(256, dtype=np.int64)  # how often each value occurs now
-    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, threshold)
+    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells)
     fresh = np.empty(256, dtype=np.int64)  # values absent from the block, highest first
     n_free = 0
     for v in range(255, -1, -1):
@@ -313,9 +313,9 @@ def _encode_block(  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, threshold):  # type: ignore[no-untyped-def]
-    """Link the block's positions, count its values and pairs, and index every pair seen at
-    least *threshold* times (its positions in order)."""
+def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells):  # type: ignore[no-untyped-def]
+    """Link the block's positions, count its values and pairs, and list every pair's
+    positions in order (a run of *index* each)."""
     n = len(block)
     for i in range(n):
         val[i] = block[i]
@@ -346,19 +346,16 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
         if c > bound[row] or (c == bound[row] and col < arg[row]):
             bound[row] = c
             arg[row] = col
-        if c >= threshold:  # a run: its length, then its positions, filled below
-            index[n_index] = c
-            run_at[cell] = n_index + 1  # where its next position goes, for now
-            n_index += 1 + c
-    for i in range(n - 1):
+        index[n_index] = c  # a run: its length, then its positions, filled below
+        run_at[cell] = n_index + 1  # where its next position goes, for now
+        n_index += 1 + c
+    for i in range(n - 1):  # every pair gets a run: no test, no branch
         cell = val[i] * 256 + val[i + 1]
-        if counts[cell] >= threshold:
-            index[run_at[cell]] = i
-            run_at[cell] += 1
+        index[run_at[cell]] = i
+        run_at[cell] += 1
     for t in range(n_cells):
         cell = cells[t]
-        if counts[cell] >= threshold:
-            run_at[cell] -= 1 + counts[cell]  # back to the run's header
+        run_at[cell] -= 1 + counts[cell]  # back to the run's header
 
 
 @numba.njit(cache=True, nogil=True)
@@ -391,16 +388,14 @@ def _best_rows(counts, bound, arg, stale, depth, max_depth, top, top_count):  # 
 
 @numba.njit(cache=True, nogil=True)
 def _rescan(counts, bound, arg, stale, row):  # type: ignore[no-untyped-def]
-    """The true maximum of *row* and its lowest column (two loops: the first one vectorises)."""
+    """The true maximum of *row* and its lowest column, in one loop that vectorises: the
+    largest of ``count << 8 | 255 - column``."""
     cells = counts[row * 256 : row * 256 + 256]
     best = 0
     for c in range(256):
-        best = max(best, cells[c])
-    col = 0
-    while cells[col] != best:
-        col += 1
-    bound[row] = best
-    arg[row] = col
+        best = max(best, (np.int32(cells[c]) << 8) | (255 - c))
+    bound[row] = best >> 8
+    arg[row] = 255 - (best & 255)
     stale[row] = False
 
 
