@@ -393,7 +393,7 @@ def _rescan(counts, bound, arg, stale, row):  # type: ignore[no-untyped-def]
     cells = counts[row * 256 : row * 256 + 256]
     best = 0
     for c in range(256):
-        best = max(best, (np.int32(cells[c]) << 8) | (255 - c))
+        best = max(best, (int(cells[c]) << 8) | (255 - c))
     bound[row] = best >> 8
     arg[row] = 255 - (best & 255)
     stale[row] = False
