@@ -78,12 +78,23 @@ def _escapes(data, bounds, limit, bytes_per_free_code):  # type: ignore[no-untyp
     changed = np.empty(0, dtype=np.uint8)
     n_literals = 0
     counts = np.empty(256, dtype=np.int64)
+    lanes = np.empty((4, 256), dtype=np.int32)  # four tables: a run of one value is not one chain of adds
     for b in range(n_blocks):
         lo = bounds[b]
         hi = bounds[b + 1]
-        counts[:] = 0
-        for i in range(lo, hi):
-            counts[data[i]] += 1
+        lanes[:] = 0
+        i = lo
+        while i + 4 <= hi:
+            lanes[0, data[i]] += 1
+            lanes[1, data[i + 1]] += 1
+            lanes[2, data[i + 2]] += 1
+            lanes[3, data[i + 3]] += 1
+            i += 4
+        while i < hi:
+            lanes[0, data[i]] += 1
+            i += 1
+        for v in range(256):
+            counts[v] = lanes[0, v] + lanes[1, v] + lanes[2, v] + lanes[3, v]
         n_rare = 0
         smallest = -1
         distinct = 0
