@@ -317,22 +317,24 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
     """Link the block's positions, count its values and pairs, and list every pair's
     positions in order (a run of *index* each)."""
     n = len(block)
-    for i in range(n):
-        val[i] = block[i]
-        nxt[i] = i + 1
-        prv[i] = i - 1 if i > 0 else n
-        symcount[block[i]] += 1
     val[n] = END
     nxt[n] = n
     prv[n] = n
-
     n_cells = 0  # distinct pairs, listed in cells
-    for i in range(n - 1):
-        cell = val[i] * 256 + val[i + 1]
-        if counts[cell] == 0:
-            cells[n_cells] = cell
-            n_cells += 1
-        counts[cell] += 1
+    left = block[0]
+    for i in range(n):
+        val[i] = left
+        nxt[i] = i + 1
+        prv[i] = i - 1 if i > 0 else n
+        if i + 1 < n:
+            right = block[i + 1]
+            cell = left * 256 + right
+            if counts[cell] == 0:
+                cells[n_cells] = cell
+                n_cells += 1
+            counts[cell] += 1
+            left = right
+    symcount[block[n - 1]] = 1  # a value's count: the pairs it starts, and the last byte
 
     bound[:] = 0
     arg[:] = 0
@@ -346,6 +348,7 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
         if c > bound[row] or (c == bound[row] and col < arg[row]):
             bound[row] = c
             arg[row] = col
+        symcount[row] += c
         index[n_index] = c  # a run: its length, then its positions, filled below
         run_at[cell] = n_index + 1  # where its next position goes, for now
         n_index += 1 + c
