@@ -135,6 +135,7 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
     # the pairs the matches made, per side: where each starts, and its other symbol
     made = np.empty((2, longest + 1), dtype=np.uint16)
     made_sym = np.empty((2, longest + 1), dtype=np.uint16)
+    scratch = np.empty(longest + 1, dtype=np.uint16)  # the occurrences of a chosen pair
     cells = np.empty(65536, dtype=np.int32)
 
     n_done = 0  # merges written
@@ -158,6 +159,7 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
             index,
             made,
             made_sym,
+            scratch,
             cells,
             code[n_done:],
             left[n_done:],
@@ -199,6 +201,7 @@ def _encode_block(  # type: ignore[no-untyped-def]
     index,
     made,
     made_sym,
+    scratch,
     cells,
     out_code,
     out_left,
@@ -273,19 +276,15 @@ def _encode_block(  # type: ignore[no-untyped-def]
             if born[a] == 0 and born[z] == 0:  # two bytes of the block: the first index
                 start = run_at[a * 256 + z] + 1
                 places = index[start : start + index[start - 1]]
-                others = places
-                want = -1
             elif born[z] >= born[a]:  # made as (prev, z): side 0 of z, where prev was a
-                places = made[0, made_at[z, 0, 0] : made_at[z, 0, 1]]
-                others = made_sym[0, made_at[z, 0, 0] : made_at[z, 0, 1]]
-                want = a
+                lo, hi = made_at[z, 0, 0], made_at[z, 0, 1]
+                places = _select(made[0, lo:hi], made_sym[0, lo:hi], a, scratch)
             else:  # made as (a, next): side 1 of a, where next was z
-                places = made[1, made_at[a, 1, 0] : made_at[a, 1, 1]]
-                others = made_sym[1, made_at[a, 1, 0] : made_at[a, 1, 1]]
-                want = z
+                lo, hi = made_at[a, 1, 0], made_at[a, 1, 1]
+                places = _select(made[1, lo:hi], made_sym[1, lo:hi], z, scratch)
             made_at[c, :, 0] = made_end
             step_made[m] = _replace(
-                a, z, c, n, val, nxt, prv, counts, bound, arg, stale, places, others, want, made, made_sym, made_end
+                a, z, c, n, val, nxt, prv, counts, bound, arg, stale, places, made, made_sym, made_end
             )
             made_at[c, :, 1] = made_end
             born[c] = step * 64 + m
@@ -321,13 +320,13 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
     nxt[n] = n
     prv[n] = n
     n_cells = 0  # distinct pairs, listed in cells
-    left = block[0]
+    left = int(block[0])
     for i in range(n):
         val[i] = left
         nxt[i] = i + 1
         prv[i] = i - 1 if i > 0 else n
         if i + 1 < n:
-            right = block[i + 1]
+            right = int(block[i + 1])
             cell = left * 256 + right
             if counts[cell] == 0:
                 cells[n_cells] = cell
@@ -492,12 +491,22 @@ def _passes(t, top_count, has_fresh, threshold):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True)
+def _select(places, others, want, scratch):  # type: ignore[no-untyped-def]
+    """The *places* whose entry in *others* is *want*, in order, copied into *scratch*;
+    without a branch (which would guess wrong for about every other entry)."""
+    k = 0
+    for e in range(len(places)):
+        scratch[k] = places[e]
+        k += others[e] == want
+    return scratch[:k]
+
+
+@numba.njit(cache=True, nogil=True)
 def _replace(  # type: ignore[no-untyped-def]
-    a, z, code, n, val, nxt, prv, counts, bound, arg, stale, places, others, want, made, made_sym, made_end
+    a, z, code, n, val, nxt, prv, counts, bound, arg, stale, places, made, made_sym, made_end
 ):
     """Replace the pair (*a*, *z*) by *code*, left to right, at the positions in *places*
-    (those whose entry in *others* is *want*, unless it is -1) that still hold it;
-    returns how many.
+    that still hold it; returns how many.
 
     Each match takes one off the counts of (prev, a), (a, z) and (z, next) and adds one
     to (prev, code) and (code, next): a count falling from its row's bound makes the row
@@ -509,8 +518,6 @@ def _replace(  # type: ignore[no-untyped-def]
     n_after = made_end[1]
     matches = 0
     for e in range(len(places)):
-        if want >= 0 and others[e] != want:
-            continue  # another pair made by the same matches
         i = places[e]
         if val[i] != a:
             continue  # merged away, or the right half of the match before (aaa)
