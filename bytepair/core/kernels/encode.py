@@ -244,7 +244,8 @@ def _encode_block(  # type: ignore[no-untyped-def]
     n_recycled = 0
     n_merges = 0
     while True:
-        _best_rows(counts, bound, arg, stale, depth, max_depth, top, top_count)
+        # rows below the threshold are never merged: they need not be exact
+        _best_rows(counts, bound, arg, stale, depth, max_depth, threshold - 1, top, top_count)
         n_step = _choose(
             top,
             top_count,
@@ -361,15 +362,17 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_rows(counts, bound, arg, stale, depth, max_depth, top, top_count):  # type: ignore[no-untyped-def]
+def _best_rows(counts, bound, arg, stale, depth, max_depth, floor, top, top_count):  # type: ignore[no-untyped-def]
     """The ``len(top)`` best rows by their maximum count (ties: the lower row) into *top*,
     best first, with their counts; rows whose left symbol is at *max_depth* count 0.
+    Only rows above *floor* count: the places no such row fills keep *floor*, and row 0.
 
     One pass over the rows' bounds, keeping the best so far in order; a stale row whose
     bound would enter them is rescanned first, and enters only if its true maximum does.
     A row left out has a bound (so a count) no higher than the last kept one's."""
     n_best = len(top)
-    top_count[:] = -1
+    top[:] = 0
+    top_count[:] = floor
     for row in range(256):
         c = bound[row]
         if max_depth >= 0 and depth[row] >= max_depth:
