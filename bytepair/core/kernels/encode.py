@@ -122,7 +122,7 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
     payload = np.empty(len(data), dtype=np.uint8)
 
     # the workspace, sized for the longest block and reused by every block
-    val = np.empty(longest + 1, dtype=np.int16)
+    val = np.empty(longest + 1, dtype=np.uint16)
     nxt = np.empty(longest + 1, dtype=np.uint16)
     prv = np.empty(longest + 1, dtype=np.uint16)
     counts = np.zeros(65536, dtype=np.uint16)
@@ -516,7 +516,11 @@ def _replace(  # type: ignore[no-untyped-def]
     stale, a count rising above it raises it. The pairs made are appended to *made*
     (``made_end`` says where each side ends): side 0 (prev, code) by prev's position,
     side 1 (code, next) by the match's, with the other symbol in *made_sym*."""
-    pair = a * 256 + z
+    # unsigned symbols as indices: numba then needs no check for negative ones
+    a = np.uint16(a)
+    z = np.uint16(z)
+    code = np.uint16(code)
+    table = counts.reshape((256, 256))
     n_before = made_end[0]
     n_after = made_end[1]
     matches = 0
@@ -530,21 +534,19 @@ def _replace(  # type: ignore[no-untyped-def]
         p = prv[i]
         q = nxt[j]
 
-        c = counts[pair]
+        c = table[a, z]
         if c == bound[a]:
             stale[a] = True
-        counts[pair] = c - 1
+        table[a, z] = c - 1
 
         if p != n:  # (prev, a) becomes (prev, code)
             x = val[p]
-            cell = x * 256 + a
-            c = counts[cell]
+            c = table[x, a]
             if c == bound[x]:
                 stale[x] = True
-            counts[cell] = c - 1
-            cell = x * 256 + code
-            c = np.int64(counts[cell]) + 1
-            counts[cell] = c
+            table[x, a] = c - 1
+            c = np.int64(table[x, code]) + 1
+            table[x, code] = c
             if c > bound[x]:  # the row's true maximum, in this column alone
                 bound[x] = c
                 arg[x] = code
@@ -557,14 +559,12 @@ def _replace(  # type: ignore[no-untyped-def]
 
         if q != n:  # (z, next) becomes (code, next)
             y = val[q]
-            cell = z * 256 + y
-            c = counts[cell]
+            c = table[z, y]
             if c == bound[z]:
                 stale[z] = True
-            counts[cell] = c - 1
-            cell = code * 256 + y
-            c = np.int64(counts[cell]) + 1
-            counts[cell] = c
+            table[z, y] = c - 1
+            c = np.int64(table[code, y]) + 1
+            table[code, y] = c
             if c > bound[code]:
                 bound[code] = c
                 arg[code] = y
