@@ -25,9 +25,9 @@ Data structures, one set per call, reused for every block:
   from the bound marks the row stale. Only a stale row whose bound would enter
   the best rows is rescanned, so choosing a step's pairs is one pass over 256
   bounds and a few rows.
-* Where a chosen pair occurs. A pair of two bytes of the block: among the
-  block's pairs listed by their left byte (``first``, ``by_left``), those whose
-  right byte is the pair's. A pair holding a code: a merge makes only pairs
+* Where a chosen pair occurs. A pair of two bytes of the block: ``index``, one
+  run ``[length, position, ...]`` per pair seen at least ``threshold`` times,
+  ``run_at[pair]`` its start. A pair holding a code: a merge makes only pairs
   that hold its own code, and a code is a value absent from the block (fresh,
   or recycled once it no longer occurs), so every occurrence of such a pair was
   made by the matches of its younger symbol (of two codes made in one step, the
@@ -129,9 +129,9 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
     bound = np.zeros(256, dtype=np.int64)
     arg = np.zeros(256, dtype=np.int64)
     stale = np.zeros(256, dtype=np.bool_)
-    by_left = np.zeros(257, dtype=np.int64)  # where each byte's pairs start in first
-    # the block's first pairs by their left byte: where each starts, and its right byte
-    first = np.empty((2, longest + 1), dtype=np.uint16)
+    run_at = np.zeros(65536, dtype=np.int32)
+    # runs of the first pairs (< longest positions), each with a header
+    index = np.empty(2 * longest + 16, dtype=np.uint16)
     # the pairs the matches made, per side: where each starts, and its other symbol
     made = np.empty((2, longest + 1), dtype=np.uint16)
     made_sym = np.empty((2, longest + 1), dtype=np.uint16)
@@ -155,8 +155,8 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
             bound,
             arg,
             stale,
-            by_left,
-            first,
+            run_at,
+            index,
             made,
             made_sym,
             scratch,
@@ -197,8 +197,8 @@ def _encode_block(  # type: ignore[no-untyped-def]
     bound,
     arg,
     stale,
-    by_left,
-    first,
+    run_at,
+    index,
     made,
     made_sym,
     scratch,
@@ -213,7 +213,7 @@ def _encode_block(  # type: ignore[no-untyped-def]
     (merges, fresh ones)."""
     n = len(block)
     symcount = np.zeros(256, dtype=np.int64)  # how often each value occurs now
-    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, by_left, first, cells)
+    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells)
     fresh = np.empty(256, dtype=np.int64)  # values absent from the block, highest first
     n_free = 0
     for v in range(255, -1, -1):
@@ -274,9 +274,9 @@ def _encode_block(  # type: ignore[no-untyped-def]
             a, z, c = step_left[m], step_right[m], step_code[m]
             # where the pair's occurrences are listed: a pair is made by the match of its
             # younger symbol (the later one of a step), on that symbol's side
-            if born[a] == 0 and born[z] == 0:  # two bytes of the block: a's first pairs
-                lo, hi = by_left[a], by_left[a + 1]
-                places = _select(first[0, lo:hi], first[1, lo:hi], z, scratch)
+            if born[a] == 0 and born[z] == 0:  # two bytes of the block: the first index
+                start = run_at[a * 256 + z] + 1
+                places = index[start : start + index[start - 1]]
             elif born[z] >= born[a]:  # made as (prev, z): side 0 of z, where prev was a
                 lo, hi = made_at[z, 0, 0], made_at[z, 0, 1]
                 places = _select(made[0, lo:hi], made_sym[0, lo:hi], a, scratch)
@@ -313,10 +313,9 @@ def _encode_block(  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, by_left, first, cells):  # type: ignore[no-untyped-def]
-    """Link the block's positions, count its values and pairs, and list its pairs by their
-    left byte: ``first[0, by_left[v]:by_left[v + 1]]`` are the positions where byte *v*
-    starts a pair, in order, and ``first[1, ...]`` the bytes that follow."""
+def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells):  # type: ignore[no-untyped-def]
+    """Link the block's positions, count its values and pairs, and list every pair's
+    positions in order (a run of *index* each)."""
     n = len(block)
     val[n] = END
     nxt[n] = n
@@ -335,11 +334,12 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, by_l
                 n_cells += 1
             counts[cell] += 1
             left = right
+    symcount[block[n - 1]] = 1  # a value's count: the pairs it starts, and the last byte
 
     bound[:] = 0
     arg[:] = 0
     stale[:] = False
-    by_left[:] = 0
+    n_index = 0
     for t in range(n_cells):
         cell = cells[t]
         c = int(counts[cell])
@@ -348,19 +348,17 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, by_l
         if c > bound[row] or (c == bound[row] and col < arg[row]):
             bound[row] = c
             arg[row] = col
-        by_left[row + 1] += c
-    for v in range(256):
-        symcount[v] = by_left[v + 1]  # a value's count: the pairs it starts, and the last byte
-        by_left[v + 1] += by_left[v]
-    symcount[block[n - 1]] += 1
-
-    fill = by_left[:256].copy()
-    for i in range(n - 1):
-        v = val[i]
-        k = fill[v]
-        first[0, k] = i
-        first[1, k] = val[i + 1]
-        fill[v] = k + 1
+        symcount[row] += c
+        index[n_index] = c  # a run: its length, then its positions, filled below
+        run_at[cell] = n_index + 1  # where its next position goes, for now
+        n_index += 1 + c
+    for i in range(n - 1):  # every pair gets a run: no test, no branch
+        cell = val[i] * 256 + val[i + 1]
+        index[run_at[cell]] = i
+        run_at[cell] += 1
+    for t in range(n_cells):
+        cell = cells[t]
+        run_at[cell] -= 1 + counts[cell]  # back to the run's header
 
 
 @numba.njit(cache=True, nogil=True)
