@@ -187,3 +187,13 @@ def test_corpus(corpus: str, monkeypatch: pytest.MonkeyPatch) -> None:
         for level in (1, 5, 9):
             expected, got = _compress_both(monkeypatch, data, level=level)
             assert got == expected, f"{path.name} at level {level}"
+
+
+def test_blocks_longer_than_the_compiled_engine_takes_stay_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = np.frombuffer(b"ab" * 40_000, dtype=np.uint8)
+    bounds = np.array([0, len(data)], dtype=np.int64)
+    with pytest.raises(ValueError, match="at most"):
+        compiled.encode_blocks(data, bounds, threshold=3)
+    monkeypatch.setenv(jit.KERNELS_ENV, "numba")
+    result = encode_blocks(data, bounds, threshold=3)  # the numpy engine: no error
+    assert int(result.n_merges[0]) > 0

@@ -67,6 +67,10 @@ BATCH_BYTES = 1 << 19
 MAX_RECYCLED = 255
 """The format stores a block's number of recycled codes in one byte."""
 
+MAX_COMPILED_BLOCK = 65535
+"""Longest block the compiled engine takes (its positions and counts are 16-bit, as the
+format's block lengths are); longer ones, which the package never makes, stay here."""
+
 _SENTINEL = 256
 _DEAD = 257
 _MARK = 512  # added to the code of a match while its step runs
@@ -187,10 +191,11 @@ def encode_blocks(
     asserts the incremental ones agree (for tests; slow).
 
     Large inputs take the compiled engine (``kernels.encode``) when ``jit.use_numba``
-    allows, unless a step observer or the count check asks for this one; both write
-    the same result.
+    allows, unless a step observer or the count check asks for this one (or a block is
+    longer than ``MAX_COMPILED_BLOCK``); both write the same result.
     """
-    if on_step is None and not check_counts and jit.use_numba(len(data)):
+    compiled_fits = len(bounds) < 2 or int(np.max(np.diff(bounds))) <= MAX_COMPILED_BLOCK
+    if on_step is None and not check_counts and compiled_fits and jit.use_numba(len(data)):
         from .kernels import encode as compiled  # imports numba: only once the gate said yes
 
         return compiled.encode_blocks(

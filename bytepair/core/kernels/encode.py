@@ -69,13 +69,12 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from ..engine import MAX_RECYCLED, EncodedBlocks
+from ..engine import MAX_COMPILED_BLOCK, MAX_RECYCLED, EncodedBlocks
 
 __all__ = ["encode_blocks"]
 
 END = 256  # val at the end of the list: no pair holds it
 DEAD = 257  # val at a position a merge removed
-MAX_BLOCK = 65535  # positions and counts are 16-bit
 
 
 def encode_blocks(
@@ -94,8 +93,8 @@ def encode_blocks(
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     if np.any(bounds[1:] <= bounds[:-1]):
         raise ValueError("encode_blocks needs non-empty blocks")
-    if len(bounds) > 1 and np.max(bounds[1:] - bounds[:-1]) > MAX_BLOCK:
-        raise ValueError(f"the compiled engine takes blocks of at most {MAX_BLOCK} bytes")
+    if len(bounds) > 1 and np.max(bounds[1:] - bounds[:-1]) > MAX_COMPILED_BLOCK:
+        raise ValueError(f"the compiled engine takes blocks of at most {MAX_COMPILED_BLOCK} bytes")
     depth = -1 if max_depth is None else int(max_depth)
     fields = _encode(data, bounds, int(threshold), bool(recycle), depth, int(merges_per_step))
     return EncodedBlocks(*fields)
