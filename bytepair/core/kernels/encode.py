@@ -26,7 +26,7 @@ Data structures, one set per call, reused for every block:
   the best rows is rescanned, so choosing a step's pairs is one pass over 256
   bounds and a few rows.
 * Where a chosen pair occurs. A pair of two bytes of the block: ``index``, one
-  run ``[length, position, ...]`` per pair seen at least ``threshold`` times,
+  run ``[length, position, ...]`` per pair of the block,
   ``run_at[pair]`` its start. A pair holding a code: a merge makes only pairs
   that hold its own code, and a code is a value absent from the block (fresh,
   or recycled once it no longer occurs), so every occurrence of such a pair was
