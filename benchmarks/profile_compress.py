@@ -16,11 +16,15 @@ the median run:
 
 Phases are timed with ``time.perf_counter`` inside one process, so the figures
 are shares and costs of this machine at this moment; compare versions with
-``compare.py``, which interleaves them. Exit status: 0 done, 1 bad path, 2 bad option.
+``compare.py``, which interleaves them. The phases are the numpy engine's, so
+this script always runs it (``BYTEPAIR_KERNELS=numpy``); the compiled engine is
+one kernel call, profiled as docs/kernels.md describes. Exit status: 0 done, 1 bad
+path, 2 bad option.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,6 +35,7 @@ import numpy as np
 # this checkout's package, even where another copy is installed: a benchmark run
 # from a working tree must time that tree's code
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ["BYTEPAIR_KERNELS"] = "numpy"  # the phases timed here are the numpy engine's
 from _profiling import PhaseTimers, command_line, median_run, print_phases, read_inputs
 
 import bytepair

@@ -587,7 +587,10 @@ def test_scaling_compares_the_joined_inputs_with_them_repeated(tmp_path: Path) -
     rows = {line.split(" | ")[0]: line.split(" | ")[1:] for line in out.splitlines() if line.startswith("| ")}
     for way in ("compress", "decompress"):
         small, large, ratio, *_ = (float(cell.strip(" |")) for cell in rows[f"| {way}"])
-        assert ratio == pytest.approx(large / small, rel=0.01)
+        # times are printed to 0.01 (ms), the ratio from the unrounded times: fast (compiled)
+        # paths make times small enough for that rounding to matter
+        half = 0.005
+        assert (large - half) / (small + half) - 0.0005 <= ratio <= (large + half) / (small - half) + 0.0005
     assert "medians of 1 and 3 calls on the large input" in out
 
 

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from . import jit
 from .buffers import Buffers, per_thread
 from .tables import concat_ranges, run_edges
 
@@ -65,6 +66,10 @@ BATCH_BYTES = 1 << 19
 
 MAX_RECYCLED = 255
 """The format stores a block's number of recycled codes in one byte."""
+
+MAX_COMPILED_BLOCK = 65535
+"""Longest block the compiled engine takes (its positions and counts are 16-bit, as the
+format's block lengths are); longer ones, which the package never makes, stay here."""
 
 _SENTINEL = 256
 _DEAD = 257
@@ -184,7 +189,18 @@ def encode_blocks(
     does: ``D(literal) = 0``, ``D(pair) = max(2, 1 + D(left), D(right))``.
     ``check_counts`` recomputes every count from scratch after every step and
     asserts the incremental ones agree (for tests; slow).
+
+    Large inputs take the compiled engine (``kernels.encode``) when ``jit.use_numba``
+    allows, unless a step observer or the count check asks for this one (or a block is
+    longer than ``MAX_COMPILED_BLOCK``); both write the same result.
     """
+    compiled_fits = len(bounds) < 2 or int(np.max(np.diff(bounds))) <= MAX_COMPILED_BLOCK
+    if on_step is None and not check_counts and compiled_fits and jit.use_numba(len(data)):
+        from .kernels import encode as compiled  # imports numba: only once the gate said yes
+
+        return compiled.encode_blocks(
+            data, bounds, threshold=threshold, recycle=recycle, max_depth=max_depth, merges_per_step=merges_per_step
+        )
     results = []
     for first, last in itertools.pairwise(batch_edges(np.diff(bounds))):
         batch = _Batch(

@@ -1,0 +1,120 @@
+"""The compiled preparation of a frame for the engine: cutting it into blocks, and escapes.
+
+Import only after :func:`bytepair.core.jit.use_numba` returned True (numba is
+imported here). Each function returns exactly what its numpy counterpart
+returns (``core.blocks.split_blocks``, ``core.escape.find_escapes``); tests
+hold them to each other. With the engine compiled, these passes over the
+frame were a third of the time left (numpy needs several passes and
+temporaries where one loop over the bytes does).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from ..escape import BYTES_PER_FREE_CODE, Escapes
+
+__all__ = ["find_escapes", "split_blocks"]
+
+
+def split_blocks(data: npt.NDArray[np.uint8], block_size: int, max_distinct: int) -> npt.NDArray[np.int64]:
+    """``core.blocks.split_blocks``, compiled: start offsets of the blocks, then ``len(data)``."""
+    starts: npt.NDArray[np.int64] = _split(np.ascontiguousarray(data, dtype=np.uint8), block_size, max_distinct)
+    return starts
+
+
+@numba.njit(cache=True, nogil=True)
+def _split(data, block_size, max_distinct):  # type: ignore[no-untyped-def]
+    """Gage's cutting: a block ends after *block_size* bytes, or at the byte that brings
+    its distinct values to *max_distinct* (that byte included)."""
+    n = len(data)
+    starts = np.empty(n // max(block_size, 1) + n // max_distinct + 2, dtype=np.int64)
+    seen = np.zeros(256, dtype=np.int64)  # the block that last saw each value, plus one
+    n_starts = 1
+    starts[0] = 0
+    block = 1
+    distinct = 0
+    length = 0
+    for i in range(n):
+        if seen[data[i]] != block:
+            seen[data[i]] = block
+            distinct += 1
+        length += 1
+        if (distinct == max_distinct or length == block_size) and i + 1 < n:
+            starts[n_starts] = i + 1
+            n_starts += 1
+            block += 1
+            distinct = 0
+            length = 0
+    starts[n_starts] = n
+    if n == 0:
+        return starts[:1].copy()
+    return starts[: n_starts + 1].copy()
+
+
+def find_escapes(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], limit: int
+) -> tuple[npt.NDArray[np.uint8], Escapes]:
+    """``core.escape.find_escapes``, compiled: the changed data and the escapes."""
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    count, mark, literals, changed = _escapes(data, bounds, limit, BYTES_PER_FREE_CODE)
+    if not len(literals):
+        return data, Escapes.none(len(bounds) - 1)
+    return changed, Escapes(count, mark, literals)
+
+
+@numba.njit(cache=True, nogil=True)
+def _escapes(data, bounds, limit, bytes_per_free_code):  # type: ignore[no-untyped-def]
+    """Per block: count its values; if at least two occur at most *limit* times and the
+    block is long enough to run out of codes, replace each of them by the smallest one
+    (the mark), keeping the originals in position order."""
+    n_blocks = len(bounds) - 1
+    count = np.zeros(n_blocks, dtype=np.int64)
+    mark = np.zeros(n_blocks, dtype=np.uint8)
+    literals = np.empty(len(data), dtype=np.uint8)
+    changed = np.empty(0, dtype=np.uint8)
+    n_literals = 0
+    counts = np.empty(256, dtype=np.int64)
+    lanes = np.empty((4, 256), dtype=np.int32)  # four tables: a run of one value is not one chain of adds
+    for b in range(n_blocks):
+        lo = bounds[b]
+        hi = bounds[b + 1]
+        lanes[:] = 0
+        i = lo
+        while i + 4 <= hi:
+            lanes[0, data[i]] += 1
+            lanes[1, data[i + 1]] += 1
+            lanes[2, data[i + 2]] += 1
+            lanes[3, data[i + 3]] += 1
+            i += 4
+        while i < hi:
+            lanes[0, data[i]] += 1
+            i += 1
+        for v in range(256):
+            counts[v] = lanes[0, v] + lanes[1, v] + lanes[2, v] + lanes[3, v]
+        n_rare = 0
+        smallest = -1
+        distinct = 0
+        for v in range(256):
+            if counts[v] > 0:
+                distinct += 1
+                if counts[v] <= limit:
+                    n_rare += 1
+                    if smallest < 0:
+                        smallest = v
+        if n_rare < 2 or hi - lo < bytes_per_free_code * (256 - distinct):
+            continue
+        if len(changed) == 0:
+            changed = data.copy()
+        mark[b] = smallest
+        for i in range(lo, hi):
+            v = data[i]
+            if counts[v] <= limit:
+                literals[n_literals] = v
+                n_literals += 1
+                changed[i] = smallest
+                count[b] += 1
+    return count, mark, literals[:n_literals].copy(), changed
