@@ -10,7 +10,7 @@ may not): their counts and replacements are what one-at-a-time merging would
 give, and the fixed cost of a step is paid a few times per block instead of
 once per merge.
 
-Data structures (see README, "How the engine works"):
+Data structures (see docs/engine.md, "The engine"):
 
 * ``val``: the current symbol at each original position, a doubly linked list
   (``nxt``/``prv``) over positions that are still alive; a deleted position holds
