@@ -70,7 +70,7 @@ def expand_vectorized(t: PairTables) -> bytes:
         unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", -1),
         unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", -1),
     ):
-        return bytepair.core.expand.expand(t).tobytes()
+        return bytepair.core.expand.expand_numpy(t).tobytes()
 
 
 def expand_python_nodes(t: PairTables) -> bytes:
@@ -79,7 +79,7 @@ def expand_python_nodes(t: PairTables) -> bytes:
         unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", -1),
         unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", 1 << 62),
     ):
-        return bytepair.core.expand.expand(t).tobytes()
+        return bytepair.core.expand.expand_numpy(t).tobytes()
 
 
 def expand_in_python(t: PairTables) -> bytes:
@@ -88,7 +88,7 @@ def expand_in_python(t: PairTables) -> bytes:
         unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", 1 << 62),
         unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", 1 << 62),
     ):
-        return bytepair.core.expand.expand(t).tobytes()
+        return bytepair.core.expand.expand_numpy(t).tobytes()
 
 
 DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
