@@ -40,7 +40,7 @@ from ..escape import Escapes
 from ..expand import NODE_BUDGET, node_budget
 from ..tables import PairTables
 
-__all__ = ["decode_blocks", "expand"]
+__all__ = ["check_blocks", "expand", "write_blocks"]
 
 W = 16
 """Bytes per copy: one 16-byte load and store, however short the expansion."""
@@ -66,13 +66,15 @@ def _move16(typingctx: Any, dst: Any, d: Any, src: Any, s: Any) -> Any:
         src_arr = context.make_array(signature.args[2])(context, builder, args[2])
         to = builder.gep(dst_arr.data, [args[1]])
         frm = builder.gep(src_arr.data, [args[3]])
-        cgutils.raw_memmove(builder, to, frm, context.get_constant(types.intp, W), 1)
+        cgutils.raw_memmove(builder, to, frm, context.get_constant(types.intp, W), 1)  # type: ignore[no-untyped-call]
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-if numba.config.BOUNDSCHECK:  # tests: index every byte, so that an overrun raises IndexError
+if getattr(numba.config, "BOUNDSCHECK", None):
+    # NUMBA_BOUNDSCHECK=1 (tests): index every byte, so that an overrun raises IndexError.
+    # numba's cache does not key on this setting: give such a run its own NUMBA_CACHE_DIR.
 
     @numba.njit(cache=True, nogil=True)
     def copy16(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
@@ -88,7 +90,7 @@ else:
         One 16-byte move: about 0.55 ns a symbol where a loop of 16 byte copies
         took 3-6.5 ns (numba checks each signed index for wrap-around).
         """
-        _move16(dst, d, src, s)
+        _move16(dst, d, src, s)  # type: ignore[call-arg]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -264,9 +266,16 @@ def write_blocks(
         p0 += payload_len[b]
 
 
-def _readonly(values: npt.NDArray[np.generic], dtype: type[np.generic]) -> npt.NDArray[np.generic]:
-    """*values* as a contiguous read-only array of *dtype*: one compiled variant for every caller."""
-    arr = np.ascontiguousarray(values, dtype=dtype).view()
+def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
+    """*values* as a contiguous read-only int64 array: one compiled variant for every caller."""
+    arr = np.ascontiguousarray(values, dtype=np.int64).view()
+    arr.flags.writeable = False
+    return arr
+
+
+def _bytes(values: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """*values* as a contiguous read-only uint8 array (see ``_ints``)."""
+    arr = np.ascontiguousarray(values, dtype=np.uint8).view()
     arr.flags.writeable = False
     return arr
 
@@ -277,12 +286,11 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     total = int(t.orig_len.sum())
     esc = t.escapes if t.escapes is not None else Escapes.none(nb)
     _check_columns(t, esc)
-    i64, u8 = np.int64, np.uint8
-    orig_len, n_merges, n_fresh, payload_len, esc_count = (
-        _readonly(a, i64) for a in (t.orig_len, t.n_merges, t.n_fresh, t.payload_len, esc.count)
+    orig_len, n_merges, n_fresh, payload_len, esc_count = map(
+        _ints, (t.orig_len, t.n_merges, t.n_fresh, t.payload_len, esc.count)
     )
-    code, left, right, payload, esc_mark, esc_literals = (
-        _readonly(a, u8) for a in (t.code, t.left, t.right, t.payload, esc.mark, esc.literals)
+    code, left, right, payload, esc_mark, esc_literals = map(
+        _bytes, (t.code, t.left, t.right, t.payload, esc.mark, esc.literals)
     )
     status = np.zeros(5, dtype=np.int64)
     most = check_blocks(
@@ -344,7 +352,5 @@ def _error(t: PairTables, status: npt.NDArray[np.int64]) -> CorruptDataError:
         return CorruptDataError(f"{block}: expands to {x} bytes, header says {size}")
     if kind == ESCAPE_COUNT:
         count = int(t.escapes.count[b]) if t.escapes is not None else 0
-        return CorruptDataError(
-            f"{block}: holds its escape mark {x} times, its header says {count} escaped bytes"
-        )
+        return CorruptDataError(f"{block}: holds its escape mark {x} times, its header says {count} escaped bytes")
     raise AssertionError(f"unknown decoder status {kind}")
