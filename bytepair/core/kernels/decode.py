@@ -223,13 +223,17 @@ def write_blocks(
         table[v] = v
     start = np.empty(256, dtype=np.int64)  # where each byte value's expansion starts in table
     length = np.empty(256, dtype=np.int64)
-    has_mark = np.empty(256, dtype=np.bool_)  # its expansion holds the escape mark
+    # where the escape marks are in each expansion: marks[v] offsets from mark_at[mark_start[v]] on
+    mark_at = np.empty(most_nodes + 1, dtype=np.int64)
+    mark_start = np.zeros(256, dtype=np.int64)
+    marks = np.zeros(256, dtype=np.int64)
     m0 = 0
     p0 = 0
     d = 0  # where the next byte goes in out
     lit = 0  # the next escaped byte
     for b in range(len(orig_len)):
-        if n_merges[b] == 0 and esc_count[b] == 0:  # a stored block: its payload is its data
+        escaping = esc_count[b] > 0
+        if n_merges[b] == 0 and not escaping:  # a stored block: its payload is its data
             out[d : d + payload_len[b]] = payload[p0 : p0 + payload_len[b]]
             d += payload_len[b]
             p0 += payload_len[b]
@@ -237,31 +241,42 @@ def write_blocks(
         for v in range(256):
             start[v] = v
             length[v] = 1
-            has_mark[v] = False
-        mark = esc_mark[b]
-        if esc_count[b]:
-            has_mark[mark] = True
+            marks[v] = 0
+        if escaping:
+            marks[esc_mark[b]] = 1
+            mark_start[esc_mark[b]] = 0
+            mark_at[0] = 0
         at = 256
+        mark_end = 1
         for m in range(m0, m0 + n_merges[b]):
             lv, rv = left[m], right[m]
             # read both operands before redefining the code (it may be one of them)
             ls, ln, rs, rn = start[lv], length[lv], start[rv], length[rv]
             copy_over(table, at, table, ls, ln)
             copy_over(table, at + ln, table, rs, rn)
-            start[code[m]] = at
-            length[code[m]] = ln + rn
-            has_mark[code[m]] = has_mark[lv] or has_mark[rv]
+            c = code[m]
+            if escaping:
+                lm, rm = mark_start[lv], mark_start[rv]
+                first = mark_end
+                for j in range(lm, lm + marks[lv]):
+                    mark_at[mark_end] = mark_at[j]
+                    mark_end += 1
+                for j in range(rm, rm + marks[rv]):
+                    mark_at[mark_end] = mark_at[j] + ln
+                    mark_end += 1
+                mark_start[c] = first
+                marks[c] = mark_end - first
+            start[c] = at
+            length[c] = ln + rn
             at += ln + rn
         for p in range(p0, p0 + payload_len[b]):
             v = payload[p]
-            n = length[v]
-            copy_over(out, d, table, start[v], n)
-            if has_mark[v]:  # put back the escaped bytes this expansion covers
-                for i in range(d, d + n):
-                    if out[i] == mark:
-                        out[i] = esc_literals[lit]
-                        lit += 1
-            d += n
+            copy_over(out, d, table, start[v], length[v])
+            if marks[v]:  # put back the escaped bytes this expansion covers
+                for j in range(mark_start[v], mark_start[v] + marks[v]):
+                    out[d + mark_at[j]] = esc_literals[lit]
+                    lit += 1
+            d += length[v]
         m0 += n_merges[b]
         p0 += payload_len[b]
 
