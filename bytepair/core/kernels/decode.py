@@ -27,6 +27,7 @@ wrong, in which block, with which values) and :func:`expand` raises from it.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numba
@@ -36,11 +37,13 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ..._errors import CorruptDataError
+from ...container.format import _CODES_PER_RUN as CODES_PER_RUN
+from ...container.format import CODE_SET_BITMAP, MAX_RUNS, FrameHeader
 from ..escape import Escapes
 from ..expand import NODE_BUDGET, node_budget
 from ..tables import PairTables
 
-__all__ = ["check_blocks", "expand", "write_blocks"]
+__all__ = ["check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
 
 W = 16
 """Bytes per copy: one 16-byte load and store, however short the expansion."""
@@ -50,10 +53,18 @@ OK = 0
 BAD_PAYLOAD_LEN = 1  # a payload empty or longer than its block
 FRESH_TWICE = 2  # a fresh code listed twice in a block
 FORWARD_REF = 3  # (code, merge, operand): an operand that is a fresh code not defined yet
-TOO_LONG = 4  # (code,): a merge expands to more than its block
+TOO_LONG = 4  # (code, orig_len): a merge expands to more than its block
 OVER_BUDGET = 5  # (bytes,): the merges of the run expand to more than the budget
-WRONG_TOTAL = 6  # (total,): a block expands to another length than its header says
-ESCAPE_COUNT = 7  # (held,): a block holds its escape mark another number of times than it has escaped bytes
+WRONG_TOTAL = 6  # (total, orig_len): a block expands to another length than its header says
+ESCAPE_COUNT = 7  # (held, count): a block holds its escape mark another number of times than it has escaped bytes
+# the frame body's columns (bytepair.container.format.unpack_frame_body)
+SHORT_BODY = 10  # the body is shorter than its columns
+LONG_BODY = 11  # (extra,): bytes after the last payload
+BAD_LENGTHS = 12  # impossible lengths in a block header
+WRONG_SIZE = 13  # (sum,): the blocks hold another size than the frame header says
+BAD_SET_HEADER = 14  # impossible code-set header
+BAD_RUNS = 15  # fresh code runs that do not describe the block's codes
+BAD_BITMAP = 16  # a code bitmap that does not match the code count
 
 
 @intrinsic
@@ -104,6 +115,17 @@ def copy_over(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s:
 
 
 @numba.njit(cache=True, nogil=True)
+def fail(status: npt.NDArray[np.int64], kind: int, block: int, x: int = 0, y: int = 0, z: int = 0) -> int:
+    """Record what went wrong in *status*; returns -1, for ``return fail(...)``."""
+    status[0] = kind
+    status[1] = block
+    status[2] = x
+    status[3] = y
+    status[4] = z
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
 def check_blocks(
     orig_len: npt.NDArray[np.int64],
     n_merges: npt.NDArray[np.int64],
@@ -126,9 +148,7 @@ def check_blocks(
     nb = len(orig_len)
     for b in range(nb):
         if payload_len[b] < 1 or payload_len[b] > orig_len[b]:
-            status[0] = BAD_PAYLOAD_LEN
-            status[1] = b
-            return -1
+            return fail(status, BAD_PAYLOAD_LEN, b)
     length = np.empty(256, dtype=np.int64)  # what each byte value expands to, as things stand
     marks = np.empty(256, dtype=np.int64)  # how many escape marks that expansion holds
     pending = np.empty(256, dtype=np.bool_)  # a fresh code whose merge has not come yet
@@ -145,32 +165,19 @@ def check_blocks(
         pending[:] = False
         for m in range(m0, m0 + n_fresh[b]):
             if pending[code[m]]:
-                status[0] = FRESH_TWICE
-                status[1] = b
-                return -1
+                return fail(status, FRESH_TWICE, b)
             pending[code[m]] = True
         block_nodes = 0
         for m in range(m0, m0 + n_merges[b]):
             lv, rv = left[m], right[m]
             if pending[lv] or pending[rv]:
-                status[0] = FORWARD_REF
-                status[1] = b
-                status[2] = code[m]
-                status[3] = m - m0
-                status[4] = lv if pending[lv] else rv
-                return -1
+                return fail(status, FORWARD_REF, b, code[m], m - m0, lv if pending[lv] else rv)
             n = length[lv] + length[rv]
             if n > size:
-                status[0] = TOO_LONG
-                status[1] = b
-                status[2] = code[m]
-                return -1
+                return fail(status, TOO_LONG, b, code[m], size)
             spent += n
             if spent > budget:
-                status[0] = OVER_BUDGET
-                status[1] = b
-                status[2] = spent
-                return -1
+                return fail(status, OVER_BUDGET, b, spent)
             length[code[m]] = n
             marks[code[m]] = marks[lv] + marks[rv]
             pending[code[m]] = False
@@ -185,15 +192,9 @@ def check_blocks(
             for p in range(p0, p0 + payload_len[b]):
                 total += length[payload[p]]
         if total != size:
-            status[0] = WRONG_TOTAL
-            status[1] = b
-            status[2] = total
-            return -1
+            return fail(status, WRONG_TOTAL, b, total, size)
         if held != esc_count[b]:
-            status[0] = ESCAPE_COUNT
-            status[1] = b
-            status[2] = held
-            return -1
+            return fail(status, ESCAPE_COUNT, b, held, esc_count[b])
         most = max(most, block_nodes)
         m0 += n_merges[b]
         p0 += payload_len[b]
@@ -281,6 +282,189 @@ def write_blocks(
         p0 += payload_len[b]
 
 
+@numba.njit(cache=True, nogil=True)
+def u16(raw: npt.NDArray[np.uint8], at: int) -> np.int64:
+    """The little-endian 16-bit number at *at*."""
+    return np.int64(raw[at]) | (np.int64(raw[at + 1]) << 8)
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_body(
+    raw: npt.NDArray[np.uint8], nb: int, orig_size: int, budget: int, codes_per_run: int, status: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint8]:
+    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus 16 spare.
+
+    The columns are read and checked as ``unpack_frame_body`` does, in the same
+    order, then the blocks go through :func:`check_blocks` and :func:`write_blocks`.
+    On damage, returns an empty array with *status* saying what is wrong.
+    """
+    nothing = np.empty(0, dtype=np.uint8)
+    if len(raw) < 9 * nb:
+        fail(status, SHORT_BODY, 0)
+        return nothing
+    # the block headers: 9 bytes a block, column by column
+    orig_len = np.empty(nb, dtype=np.int64)
+    payload_len = np.empty(nb, dtype=np.int64)
+    n_fresh = np.empty(nb, dtype=np.int64)
+    n_merges = np.empty(nb, dtype=np.int64)
+    set_kind = np.empty(nb, dtype=np.int64)
+    n_escaped = np.empty(nb, dtype=np.int64)
+    set_at = np.empty(nb + 1, dtype=np.int64)  # where each block's code set starts
+    set_at[0] = 9 * nb
+    n_marks = 0
+    fresh_total = 0
+    recycled_total = 0
+    escaped_total = 0
+    payload_total = 0
+    for b in range(nb):
+        orig_len[b] = u16(raw, 2 * b)
+        payload_len[b] = u16(raw, 2 * nb + 2 * b)
+        n_fresh[b] = raw[4 * nb + b]
+        n_merges[b] = n_fresh[b] + raw[5 * nb + b]
+        set_kind[b] = raw[6 * nb + b]
+        n_escaped[b] = u16(raw, 7 * nb + 2 * b)
+        set_at[b + 1] = set_at[b] + (32 if set_kind[b] == CODE_SET_BITMAP else 2 * set_kind[b])
+        n_marks += n_escaped[b] > 0
+        fresh_total += n_fresh[b]
+        recycled_total += raw[5 * nb + b]
+        escaped_total += n_escaped[b]
+        payload_total += payload_len[b]
+    marks_at = set_at[nb]
+    fresh_at = marks_at + n_marks
+    recycled_at = fresh_at + 2 * fresh_total
+    literals_at = recycled_at + 3 * recycled_total
+    payload_at = literals_at + escaped_total
+    end = payload_at + payload_total
+    if end > len(raw):
+        fail(status, SHORT_BODY, 0)
+        return nothing
+    if end != len(raw):
+        fail(status, LONG_BODY, 0, len(raw) - end)
+        return nothing
+    total = 0
+    for b in range(nb):
+        if orig_len[b] < 1 or payload_len[b] < 1 or payload_len[b] > orig_len[b] or n_escaped[b] > orig_len[b]:
+            fail(status, BAD_LENGTHS, b)
+            return nothing
+        total += orig_len[b]
+    if total != orig_size:
+        fail(status, WRONG_SIZE, 0, total, orig_size)
+        return nothing
+
+    # fresh codes, checked run of blocks by run of blocks as the numpy path does
+    # (runs of about codes_per_run codes), then listed block by block, descending
+    codes = np.empty(fresh_total, dtype=np.uint8)
+    fresh_before = np.empty(nb + 1, dtype=np.int64)  # fresh codes of the blocks before each
+    fresh_before[0] = 0
+    for b in range(nb):
+        fresh_before[b + 1] = fresh_before[b] + n_fresh[b]
+    lo = 0
+    while lo < nb:
+        hi = lo + 1
+        while hi < nb and fresh_before[hi + 1] // codes_per_run == fresh_before[lo + 1] // codes_per_run:
+            hi += 1
+        for b in range(lo, hi):
+            kind = set_kind[b]
+            n_runs = 0 if kind == CODE_SET_BITMAP else kind
+            if n_runs > MAX_RUNS or (kind == 0) == (n_fresh[b] > 0):
+                fail(status, BAD_SET_HEADER, b)
+                return nothing
+        for b in range(lo, hi):
+            if set_kind[b] == CODE_SET_BITMAP:
+                continue
+            took = 0
+            span = 0
+            zero_take = False
+            for r in range(set_kind[b]):
+                skip, take = raw[set_at[b] + 2 * r], raw[set_at[b] + 2 * r + 1]
+                took += take
+                span += skip + take
+                zero_take |= take < 1
+            if took != n_fresh[b] or span > 256 or zero_take:
+                fail(status, BAD_RUNS, b)
+                return nothing
+        for b in range(lo, hi):
+            if set_kind[b] != CODE_SET_BITMAP:
+                continue
+            counted = 0
+            for i in range(32):
+                byte = raw[set_at[b] + i]
+                for j in range(8):
+                    counted += (byte >> (7 - j)) & 1
+            if counted != n_fresh[b]:
+                fail(status, BAD_BITMAP, b)
+                return nothing
+        for b in range(lo, hi):
+            k = fresh_before[b]
+            if set_kind[b] == CODE_SET_BITMAP:  # bit 7 - j of byte i: value 255 - (8i + j)
+                for i in range(32):
+                    byte = raw[set_at[b] + i]
+                    for j in range(8):
+                        if (byte >> (7 - j)) & 1:
+                            codes[k] = 255 - (8 * i + j)
+                            k += 1
+            else:  # walking down from 255: skip `skip` values, take `take`
+                value = 255
+                for r in range(set_kind[b]):
+                    value -= raw[set_at[b] + 2 * r]
+                    for _ in range(raw[set_at[b] + 2 * r + 1]):
+                        codes[k] = value
+                        value -= 1
+                        k += 1
+        lo = hi
+
+    # each block's merges: its fresh ones (the k-th fresh code gets the k-th pair), then its recycled ones
+    m_total = fresh_total + recycled_total
+    code = np.empty(m_total, dtype=np.uint8)
+    left = np.empty(m_total, dtype=np.uint8)
+    right = np.empty(m_total, dtype=np.uint8)
+    esc_mark = np.zeros(nb, dtype=np.uint8)
+    m = 0
+    fresh = 0
+    recycled = 0
+    mark = 0
+    for b in range(nb):
+        for _ in range(n_fresh[b]):
+            code[m] = codes[fresh]
+            left[m] = raw[fresh_at + 2 * fresh]
+            right[m] = raw[fresh_at + 2 * fresh + 1]
+            fresh += 1
+            m += 1
+        for _ in range(n_merges[b] - n_fresh[b]):
+            code[m] = raw[recycled_at + 3 * recycled]
+            left[m] = raw[recycled_at + 3 * recycled + 1]
+            right[m] = raw[recycled_at + 3 * recycled + 2]
+            recycled += 1
+            m += 1
+        if n_escaped[b]:
+            esc_mark[b] = raw[marks_at + mark]
+            mark += 1
+    payload = raw[payload_at:end]
+    literals = raw[literals_at:payload_at]
+    most = check_blocks(
+        orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, n_escaped, esc_mark, budget, status
+    )
+    if most < 0:
+        return nothing
+    out = np.empty(orig_size + W, dtype=np.uint8)
+    write_blocks(orig_len, n_merges, code, left, right, payload_len, payload, n_escaped, esc_mark, literals, most, out)
+    return out
+
+
+def decode_frame_body(
+    header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
+) -> npt.NDArray[np.uint8]:
+    """``expand(unpack_frame_body(...))``, compiled: the frame's bytes (its content CRC not checked yet)."""
+    if zlib.crc32(body, zlib.crc32(header.header)) != header.frame_crc:
+        raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
+    raw = _bytes(np.frombuffer(body, dtype=np.uint8))
+    status = np.zeros(5, dtype=np.int64)
+    out = decode_body(raw, header.n_blocks, header.orig_size, node_budget(header.orig_size), CODES_PER_RUN, status)
+    if status[0] != OK:
+        raise _error(status, first_block, header.n_blocks, f"frame {frame_index}")
+    return out[: header.orig_size]
+
+
 def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
     """*values* as a contiguous read-only int64 array: one compiled variant for every caller."""
     arr = np.ascontiguousarray(values, dtype=np.int64).view()
@@ -323,7 +507,7 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
         status,
     )
     if most < 0:
-        raise _error(t, status)
+        raise _error(status, t.first_block, nb)
     out = np.empty(total + W, dtype=np.uint8)
     write_blocks(
         orig_len, n_merges, code, left, right, payload_len, payload, esc_count, esc_mark, esc_literals, most, out
@@ -344,28 +528,25 @@ def _check_columns(t: PairTables, esc: Escapes) -> None:
         raise ValueError("PairTables columns disagree in length")
 
 
-def _error(t: PairTables, status: npt.NDArray[np.int64]) -> CorruptDataError:
-    """The numpy decoder's error for what *status* reports."""
+def _error(status: npt.NDArray[np.int64], first_block: int, n_blocks: int, frame: str = "") -> CorruptDataError:
+    """The numpy decoder's error for what *status* reports (*frame*: "frame N", for the body's columns)."""
     kind, b, x, y, z = status.tolist()
-    block = f"block {t.first_block + b}"
-    size = int(t.orig_len[b])
-    if kind == BAD_PAYLOAD_LEN:
-        return CorruptDataError("a block's payload is empty or longer than the block")
-    if kind == FRESH_TWICE:
-        return CorruptDataError("pair table lists a fresh code twice")
-    if kind == FORWARD_REF:
-        return CorruptDataError(f"{block}: pair code {x} (merge {y}) uses code {z} before it is defined")
-    if kind == TOO_LONG:
-        return CorruptDataError(f"{block}: pair code {x} expands to more than the block's {size} bytes")
-    if kind == OVER_BUDGET:
-        last = t.first_block + len(t.orig_len) - 1
-        return CorruptDataError(
-            f"blocks {t.first_block}..{last}: pair tables expand to "
-            f"{x} bytes or more, more than {NODE_BUDGET}x the data they describe"
-        )
-    if kind == WRONG_TOTAL:
-        return CorruptDataError(f"{block}: expands to {x} bytes, header says {size}")
-    if kind == ESCAPE_COUNT:
-        count = int(t.escapes.count[b]) if t.escapes is not None else 0
-        return CorruptDataError(f"{block}: holds its escape mark {x} times, its header says {count} escaped bytes")
-    raise AssertionError(f"unknown decoder status {kind}")
+    block = f"block {first_block + b}"
+    messages = {
+        BAD_PAYLOAD_LEN: "a block's payload is empty or longer than the block",
+        FRESH_TWICE: "pair table lists a fresh code twice",
+        FORWARD_REF: f"{block}: pair code {x} (merge {y}) uses code {z} before it is defined",
+        TOO_LONG: f"{block}: pair code {x} expands to more than the block's {y} bytes",
+        OVER_BUDGET: f"blocks {first_block}..{first_block + n_blocks - 1}: pair tables expand to "
+        f"{x} bytes or more, more than {NODE_BUDGET}x the data they describe",
+        WRONG_TOTAL: f"{block}: expands to {x} bytes, header says {y}",
+        ESCAPE_COUNT: f"{block}: holds its escape mark {x} times, its header says {y} escaped bytes",
+        SHORT_BODY: f"{frame}: body is shorter than its columns",
+        LONG_BODY: f"{frame}: {x} bytes after the last payload",
+        BAD_LENGTHS: f"{block}: impossible lengths in the block header",
+        WRONG_SIZE: f"{frame}: blocks hold {x} bytes, frame header says {y}",
+        BAD_SET_HEADER: f"{block}: impossible code-set header",
+        BAD_RUNS: f"{block}: fresh code runs do not describe its codes",
+        BAD_BITMAP: f"{block}: code bitmap does not match its code count",
+    }
+    return CorruptDataError(messages[kind])
