@@ -64,13 +64,15 @@ def tables_agree(t: PairTables, *, message: bool = False) -> bytes | Exception:
     return want
 
 
-def streams_agree(blob: bytes, decompress: Callable[[bytes], bytes] = bytepair.decompress) -> bytes | Exception:
+def streams_agree(
+    blob: bytes, decompress: Callable[[bytes], bytes] = bytepair.decompress, *, message: bool = False
+) -> bytes | Exception:
     """*blob* decompressed on each path alike; what they gave."""
     with kernels("numpy"):
         want = outcome(lambda: decompress(blob))
     with kernels("numba"):
         got = outcome(lambda: decompress(blob))
-    assert_same(want, got)
+    assert_same(want, got, message=message)
     return want
 
 
@@ -355,10 +357,9 @@ def test_edited_frame_bodies_are_refused_with_the_same_message(seed: int) -> Non
     n_blocks = int.from_bytes(data[9:13], "little")
     for _ in range(150):
         # mostly the block headers and code sets, where the column checks are
-        at = int(rng.integers(min(body_size, 9 * n_blocks + 200))) if rng.random() < 0.7 else int(rng.integers(body_size))
-        blob = with_body_edit(data, at, int(rng.integers(256)))
-        with kernels("numpy"):
-            want = outcome(lambda: bytepair.decompress(blob))
-        with kernels("numba"):
-            got = outcome(lambda: bytepair.decompress(blob))
-        assert_same(want, got, message=True)
+        at = (
+            int(rng.integers(min(body_size, 9 * n_blocks + 200)))
+            if rng.random() < 0.7
+            else int(rng.integers(body_size))
+        )
+        streams_agree(with_body_edit(data, at, int(rng.integers(256))), message=True)
