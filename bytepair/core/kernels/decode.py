@@ -40,7 +40,7 @@ from ..._errors import CorruptDataError
 from ...container.format import _CODES_PER_RUN as CODES_PER_RUN
 from ...container.format import CODE_SET_BITMAP, MAX_RUNS, FrameHeader
 from ..escape import Escapes
-from ..expand import NODE_BUDGET, node_budget
+from ..expand import NODE_BUDGET, expand_numpy, node_budget
 from ..tables import PairTables
 
 __all__ = ["check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
@@ -108,10 +108,9 @@ else:
 def copy_over(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int, n: int) -> None:
     """Copy *n* bytes in 16-byte pieces: writes up to 15 bytes past ``d + n``."""
     copy16(dst, d, src, s)
-    k = W
-    while k < n:
-        copy16(dst, d + k, src, s + k)
-        k += W
+    if n > W:  # rare: most expansions are short
+        for k in range(W, n, W):
+            copy16(dst, d + k, src, s + k)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -182,15 +181,17 @@ def check_blocks(
             marks[code[m]] = marks[lv] + marks[rv]
             pending[code[m]] = False
             block_nodes += n
+        # (loops over a block's own slice: numba checks no index for wrap-around then)
+        symbols = payload[p0 : p0 + payload_len[b]]
         total = 0
         held = 0
         if esc_count[b]:
-            for p in range(p0, p0 + payload_len[b]):
-                total += length[payload[p]]
-                held += marks[payload[p]]
+            for v in symbols:
+                total += length[v]
+                held += marks[v]
         else:
-            for p in range(p0, p0 + payload_len[b]):
-                total += length[payload[p]]
+            for v in symbols:
+                total += length[v]
         if total != size:
             return fail(status, WRONG_TOTAL, b, total, size)
         if held != esc_count[b]:
@@ -228,6 +229,7 @@ def write_blocks(
     mark_at = np.empty(most_nodes + 1, dtype=np.int64)
     mark_start = np.zeros(256, dtype=np.int64)
     marks = np.zeros(256, dtype=np.int64)
+    packed = np.empty(256, dtype=np.int64)
     m0 = 0
     p0 = 0
     d = 0  # where the next byte goes in out
@@ -270,14 +272,20 @@ def write_blocks(
             start[c] = at
             length[c] = ln + rn
             at += ln + rn
-        for p in range(p0, p0 + payload_len[b]):
-            v = payload[p]
-            copy_over(out, d, table, start[v], length[v])
-            if marks[v]:  # put back the escaped bytes this expansion covers
+        # one load per symbol tells all: where its expansion starts (high 32 bits),
+        # its length (then) and whether it holds escape marks (lowest bit)
+        for v in range(256):
+            packed[v] = (start[v] << 32) | (length[v] << 1) | (marks[v] > 0)
+        symbols = payload[p0 : p0 + payload_len[b]]
+        for v in symbols:
+            what = packed[v]
+            n = (what & 0xFFFFFFFF) >> 1
+            copy_over(out, d, table, what >> 32, n)
+            if what & 1:  # put back the escaped bytes this expansion covers
                 for j in range(mark_start[v], mark_start[v] + marks[v]):
                     out[d + mark_at[j]] = esc_literals[lit]
                     lit += 1
-            d += length[v]
+            d += n
         m0 += n_merges[b]
         p0 += payload_len[b]
 
@@ -485,6 +493,8 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     total = int(t.orig_len.sum())
     esc = t.escapes if t.escapes is not None else Escapes.none(nb)
     _check_columns(t, esc)
+    if nb and int(t.orig_len.max()) >= 1 << 30:  # no container block is; the kernels pack lengths in 31 bits
+        return expand_numpy(t)
     orig_len, n_merges, n_fresh, payload_len, esc_count = map(
         _ints, (t.orig_len, t.n_merges, t.n_fresh, t.payload_len, esc.count)
     )
