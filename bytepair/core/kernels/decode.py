@@ -223,13 +223,16 @@ def write_blocks(
     table = np.empty(256 + most_nodes + 2 * W, dtype=np.uint8)
     for v in range(256):
         table[v] = v
-    start = np.empty(256, dtype=np.int64)  # where each byte value's expansion starts in table
-    length = np.empty(256, dtype=np.int64)
+    # what each byte value means, as things stand: the literal itself at first
+    start = np.arange(256, dtype=np.int64)  # where its expansion starts in table
+    length = np.ones(256, dtype=np.int64)
     # where the escape marks are in each expansion: marks[v] offsets from mark_at[mark_start[v]] on
     mark_at = np.empty(most_nodes + 1, dtype=np.int64)
     mark_start = np.zeros(256, dtype=np.int64)
     marks = np.zeros(256, dtype=np.int64)
-    packed = np.empty(256, dtype=np.int64)
+    # the same in one number, for one load per payload symbol: where the expansion
+    # starts (high 32 bits), its length (then) and whether it holds marks (lowest bit)
+    packed = (start << 32) | (length << 1)
     m0 = 0
     p0 = 0
     d = 0  # where the next byte goes in out
@@ -241,14 +244,12 @@ def write_blocks(
             d += payload_len[b]
             p0 += payload_len[b]
             continue
-        for v in range(256):
-            start[v] = v
-            length[v] = 1
-            marks[v] = 0
+        mark = esc_mark[b]
         if escaping:
-            marks[esc_mark[b]] = 1
-            mark_start[esc_mark[b]] = 0
+            marks[mark] = 1
+            mark_start[mark] = 0
             mark_at[0] = 0
+            packed[mark] |= 1
         at = 256
         mark_end = 1
         for m in range(m0, m0 + n_merges[b]):
@@ -271,11 +272,8 @@ def write_blocks(
                 marks[c] = mark_end - first
             start[c] = at
             length[c] = ln + rn
+            packed[c] = (at << 32) | ((ln + rn) << 1) | (marks[c] > 0)
             at += ln + rn
-        # one load per symbol tells all: where its expansion starts (high 32 bits),
-        # its length (then) and whether it holds escape marks (lowest bit)
-        for v in range(256):
-            packed[v] = (start[v] << 32) | (length[v] << 1) | (marks[v] > 0)
         symbols = payload[p0 : p0 + payload_len[b]]
         for v in symbols:
             what = packed[v]
@@ -286,6 +284,15 @@ def write_blocks(
                     out[d + mark_at[j]] = esc_literals[lit]
                     lit += 1
             d += n
+        # the byte values this block redefined are literals again for the next
+        for m in range(m0, m0 + n_merges[b]):
+            c = code[m]
+            start[c] = c
+            length[c] = 1
+            marks[c] = 0
+            packed[c] = (c << 32) | 2
+        marks[mark] = 0
+        packed[mark] = (np.int64(mark) << 32) | 2
         m0 += n_merges[b]
         p0 += payload_len[b]
 
