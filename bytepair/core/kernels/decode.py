@@ -1,28 +1,33 @@
-"""The compiled decoder: a run of blocks (``PairTables``) back to bytes, in numba.
+"""The compiled decoder: a frame body, or a run of blocks (``PairTables``), back to bytes, in numba.
 
-The same contract as :func:`bytepair.core.expand.expand`, which stays the
-portable path and the reference this one is tested against: the same output,
-and for bad tables the same exception class (``CorruptDataError``) with the
-same messages. Imported only after ``jit.use_numba`` said yes.
+The same contract as the numpy path (``container.format.unpack_frame_body`` then
+``core.expand.expand_numpy``), which stays the portable path and the reference
+this one is tested against: the same output, and for bad input the same
+exception class (``CorruptDataError``) with the same message. Imported only after
+``jit.use_numba`` said yes: ``codec.decode_frame`` calls :func:`decode_frame_body`,
+``expand.expand`` (Gage's format, tests) calls :func:`expand`.
 
-:func:`decode_blocks` works in two passes over the blocks:
+:func:`decode_body` reads the body's columns, checking them in the order
+``unpack_frame_body`` does, then the blocks go through two passes:
 
-1. **Validate**, writing nothing: per block, the fresh codes are distinct; each
-   merge, in creation order, uses only literals and codes already defined (a
-   fresh code before its merge is a forward reference, or a cycle); no merge
-   expands to more than its block holds; all merges of the run together stay
-   within the frame's budget (``node_budget``); the payload expands to exactly
-   ``orig_len`` bytes. Lengths are checked as they are computed, so none can
-   grow past a block (a 255-deep doubling chain stops at its first long code).
-2. **Write**, block by block: each merge's expansion, in creation order, into a
-   table (operands resolve to the definition current at that time, so a
-   recycled code is simply redefined); then each payload symbol's expansion,
-   copied 16 bytes at a time into the output, which has 16 spare bytes at its
-   end. A short expansion writes past its end; the next symbol overwrites that.
-   Then the block's escapes are put back.
+1. **Validate** (:func:`check_blocks`), writing nothing: per block, the fresh
+   codes are distinct; each merge, in creation order, uses only literals and
+   codes already defined (a fresh code before its merge is a forward reference,
+   or a cycle); no merge expands to more than its block holds; all merges of the
+   run together stay within the frame's budget (``node_budget``); the payload
+   expands to exactly ``orig_len`` bytes and holds the escape mark as many times
+   as the block has escaped bytes. Lengths are checked as they are computed, so
+   none can grow past a block (a 255-deep doubling chain stops at its first long
+   code).
+2. **Write** (:func:`write_blocks`), block by block: each merge's expansion, in
+   creation order, into a table (an operand means what it means at that moment,
+   so a recycled code is simply redefined); then each payload symbol's
+   expansion, copied 16 bytes at a time into the output, which has 16 spare
+   bytes at its end. A short expansion writes past its end; the next symbol
+   overwrites that. The escaped bytes go back in as their symbols are written.
 
-A kernel cannot raise a useful exception, so it returns a status (what went
-wrong, in which block, with which values) and :func:`expand` raises from it.
+A kernel cannot raise a useful exception, so it fills a status (what went
+wrong, in which block, with which values) and the Python caller raises from it.
 """
 
 from __future__ import annotations
