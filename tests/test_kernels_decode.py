@@ -363,3 +363,15 @@ def test_edited_frame_bodies_are_refused_with_the_same_message(seed: int) -> Non
             else int(rng.integers(body_size))
         )
         streams_agree(with_body_edit(data, at, int(rng.integers(256))), message=True)
+
+
+def test_columns_that_disagree_are_a_caller_error() -> None:
+    good = one_block([(255, ord("a"), ord("b"))], b"\xff\xff", 4)
+    assert expand_compiled(good) == b"abab"
+    for bad in (
+        dataclasses.replace(good, n_merges=np.array([2])),  # more merges than listed
+        dataclasses.replace(good, payload_len=np.array([3])),  # more payload than given
+        dataclasses.replace(good, n_fresh=np.array([2])),  # more fresh merges than merges
+    ):
+        with pytest.raises(ValueError, match="columns disagree"):
+            expand_compiled(bad)

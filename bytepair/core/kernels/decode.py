@@ -545,7 +545,7 @@ def _check_columns(t: PairTables, esc: Escapes) -> None:
         and len(t.code) == len(t.left) == len(t.right) == int(t.n_merges.sum())
         and len(t.payload) == int(t.payload_len.sum())
         and len(esc.literals) == int(esc.count.sum())
-        and not np.count_nonzero((t.n_fresh < 0) | (t.n_fresh > t.n_merges) | (esc.count < 0))
+        and not np.count_nonzero((t.n_fresh < 0) | (t.n_fresh > t.n_merges) | (t.n_merges < 0) | (esc.count < 0))
     ):
         raise ValueError("PairTables columns disagree in length")
 
