@@ -295,7 +295,7 @@ def write_blocks(
             start[c] = c
             length[c] = 1
             marks[c] = 0
-            packed[c] = (c << 32) | 2
+            packed[c] = (np.int64(c) << 32) | 2
         marks[mark] = 0
         packed[mark] = (np.int64(mark) << 32) | 2
         m0 += n_merges[b]
