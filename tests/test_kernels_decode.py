@@ -375,3 +375,19 @@ def test_columns_that_disagree_are_a_caller_error() -> None:
     ):
         with pytest.raises(ValueError, match="columns disagree"):
             expand_compiled(bad)
+
+
+def test_a_code_of_one_block_is_a_literal_in_the_next() -> None:
+    # block 0 makes 255 and 254 codes (254 escaped under mark 1); block 1 uses 255, 254 and 1 as literals
+    t = PairTables(
+        np.array([6, 5]),
+        np.array([2, 1]),
+        np.array([2, 1]),
+        np.array([255, 254, 200], dtype=np.uint8),
+        np.array([ord("a"), 255, ord("x")], dtype=np.uint8),
+        np.array([ord("b"), 1, ord("y")], dtype=np.uint8),
+        np.array([2, 4]),
+        np.array([254, 254, 200, 255, 254, 1], dtype=np.uint8),
+        escapes=Escapes(np.array([2, 0]), np.array([1, 0], dtype=np.uint8), np.array([7, 8], dtype=np.uint8)),
+    )
+    assert tables_agree(t, message=True) == b"ab\x07ab\x08xy\xff\xfe\x01"
