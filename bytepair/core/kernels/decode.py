@@ -486,14 +486,24 @@ def decode_frame_body(
 
 
 def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
-    """*values* as a contiguous read-only int64 array: one compiled variant for every caller."""
-    arr = np.ascontiguousarray(values, dtype=np.int64).view()
-    arr.flags.writeable = False
-    return arr
+    """*values* as a writable contiguous int64 array (a copy if need be; these columns hold
+    one item per block or merge): the types ``decode_body`` passes, so that the kernels
+    are compiled once for both callers."""
+    if values.dtype == np.int64 and values.flags.c_contiguous and values.flags.writeable:
+        return values  # type: ignore[return-value]
+    return np.array(values, dtype=np.int64)
+
+
+def _small_bytes(values: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """*values* as a writable contiguous uint8 array (see ``_ints``)."""
+    if values.dtype == np.uint8 and values.flags.c_contiguous and values.flags.writeable:
+        return values
+    return np.array(values, dtype=np.uint8)
 
 
 def _bytes(values: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-    """*values* as a contiguous read-only uint8 array (see ``_ints``)."""
+    """*values* as a contiguous read-only uint8 array, without a copy where it is one
+    already (payloads and escaped bytes: views of the frame body in ``decode_body``)."""
     arr = np.ascontiguousarray(values, dtype=np.uint8).view()
     arr.flags.writeable = False
     return arr
@@ -510,9 +520,8 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     orig_len, n_merges, n_fresh, payload_len, esc_count = map(
         _ints, (t.orig_len, t.n_merges, t.n_fresh, t.payload_len, esc.count)
     )
-    code, left, right, payload, esc_mark, esc_literals = map(
-        _bytes, (t.code, t.left, t.right, t.payload, esc.mark, esc.literals)
-    )
+    code, left, right, esc_mark = map(_small_bytes, (t.code, t.left, t.right, esc.mark))
+    payload, esc_literals = _bytes(t.payload), _bytes(esc.literals)
     status = np.zeros(5, dtype=np.int64)
     most = check_blocks(
         orig_len,
