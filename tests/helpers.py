@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import bytepair.core.expand
+import bytepair.core.jit
 import bytepair.io.parallel
 import bytepair.io.stream
 from bytepair import BytePairError
@@ -71,7 +72,7 @@ def expand_vectorized(t: PairTables) -> bytes:
         unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", -1),
         unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", -1),
     ):
-        return bytepair.core.expand.expand(t).tobytes()
+        return bytepair.core.expand.expand_numpy(t).tobytes()
 
 
 def expand_python_nodes(t: PairTables) -> bytes:
@@ -80,7 +81,7 @@ def expand_python_nodes(t: PairTables) -> bytes:
         unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", -1),
         unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", 1 << 62),
     ):
-        return bytepair.core.expand.expand(t).tobytes()
+        return bytepair.core.expand.expand_numpy(t).tobytes()
 
 
 def expand_in_python(t: PairTables) -> bytes:
@@ -89,7 +90,34 @@ def expand_in_python(t: PairTables) -> bytes:
         unittest.mock.patch.object(bytepair.core.expand, "SMALL_RUN", 1 << 62),
         unittest.mock.patch.object(bytepair.core.expand, "PYTHON_NODES", 1 << 62),
     ):
-        return bytepair.core.expand.expand(t).tobytes()
+        return bytepair.core.expand.expand_numpy(t).tobytes()
+
+
+def compiled_decoder() -> Callable[[PairTables], bytes] | None:
+    """The compiled decoder (``bytepair.core.kernels.decode.expand``) as bytes, or None
+    without numba (or without a writable cache for it); imported through the gate."""
+    if not bytepair.core.jit._ready(quiet=True):
+        return None
+    from bytepair.core.kernels import decode
+
+    def expand_compiled(t: PairTables) -> bytes:
+        return decode.expand(t).tobytes()
+
+    return expand_compiled
+
+
+@contextlib.contextmanager
+def kernels(mode: str) -> Iterator[None]:
+    """Run the block with ``BYTEPAIR_KERNELS=mode`` (``numpy`` or ``numba``)."""
+    saved = os.environ.get(bytepair.core.jit.KERNELS_ENV)
+    os.environ[bytepair.core.jit.KERNELS_ENV] = mode
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[bytepair.core.jit.KERNELS_ENV]
+        else:
+            os.environ[bytepair.core.jit.KERNELS_ENV] = saved
 
 
 DECODERS: tuple[Callable[[PairTables], bytes], ...] = (

@@ -313,7 +313,7 @@ def test_cli_reads_a_bomb_in_bounded_memory(bomb4m: tuple[bytes, int], tmp_path:
     blob, size = bomb4m
     (tmp_path / "ok.bp").write_bytes(bytepair.compress(b"small"))
     (tmp_path / "bomb.bp").write_bytes(blob)
-    base = Cli.spawn(["-t", "ok.bp"], str(tmp_path))
+    base = Cli.spawn(["-t", "ok.bp"], str(tmp_path), env=Cli.baseline_env())
     for args in (["-t", "bomb.bp"], ["-d", "-c", "bomb.bp"]):
         r = Cli.spawn(args, str(tmp_path))
         assert r["rc"] == 0, r["stderr"]

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import CorruptDataError
+from ..core import jit
 from ..core.blocks import split_blocks
 from ..core.engine import EncodedBlocks, encode_blocks
 from ..core.escape import Escapes, find_escapes
@@ -163,9 +164,14 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
 def decode_frame(
     header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
 ) -> npt.NDArray[np.uint8]:
-    """Decode and verify one frame whose header has been read."""
-    tables = unpack_frame_body(header, body, frame_index, first_block)
-    out = expand(tables)
+    """Decode and verify one frame whose header has been read: compiled when
+    ``jit.use_numba`` says so for its size (the same bytes and errors)."""
+    if jit.use_numba(header.orig_size):
+        from ..core.kernels import decode
+
+        out = decode.decode_frame_body(header, body, frame_index, first_block)
+    else:
+        out = expand(unpack_frame_body(header, body, frame_index, first_block))
     if zlib.crc32(out.data) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out

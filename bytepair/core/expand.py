@@ -33,11 +33,12 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import CorruptDataError
+from . import jit
 from .buffers import Buffers, per_thread
 from .escape import restore_escapes
 from .tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums, for_sums, run_edges
 
-__all__ = ["NODE_BUDGET", "expand", "expand_reference", "node_budget"]
+__all__ = ["NODE_BUDGET", "expand", "expand_numpy", "expand_reference", "node_budget"]
 
 NODE_BUDGET = 4
 """The expansions of all codes of a run of blocks may hold at most this many times
@@ -441,7 +442,17 @@ class _Scratch(Buffers):
 
 
 def expand(t: PairTables) -> npt.NDArray[np.uint8]:
-    """Decode a run of blocks: in Python when it is small (``SMALL_RUN``), else with a fixed
+    """Decode a run of blocks: compiled (``kernels/decode.py``) when ``jit.use_numba`` says
+    so for its output size, else ``expand_numpy``. Both give the same bytes and errors."""
+    if jit.use_numba(int(t.orig_len.sum())):
+        from .kernels import decode
+
+        return decode.expand(t)
+    return expand_numpy(t)
+
+
+def expand_numpy(t: PairTables) -> npt.NDArray[np.uint8]:
+    """Decode a run of blocks without numba: in Python when it is small (``SMALL_RUN``), else with a fixed
     number of numpy calls per ~64K payload bytes, and per depth level unless its code
     expansions are built in Python (``PYTHON_NODES``), about ``MERGES_PER_RUN`` merges at a time."""
     if np.count_nonzero(t.payload_len < 1) or np.count_nonzero(t.payload_len > t.orig_len):

@@ -30,7 +30,7 @@ from types import FrameType
 from typing import TextIO
 
 from .seeds import Seed, all_seeds
-from .targets import Case, Cli, Outcome, Target, available_targets, tables_digest
+from .targets import Case, Cli, Outcome, Target, available_targets, tables_digest, warm_up
 
 __all__ = ["Finding", "Report", "build_case", "run", "run_case"]
 
@@ -219,6 +219,7 @@ def run(
     else:
         chosen = list(known.values())
     seeds = all_seeds()
+    warm_up()
     report = Report(seed, save_dir=save_dir)
     target_option = ",".join(targets) if targets else None
     start = time.perf_counter()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import build_case, default_save_dir, run, run_case
 from .seeds import all_seeds
-from .targets import available_targets
+from .targets import available_targets, warm_up
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         known = available_targets()
         chosen = [known[t] for t in targets] if targets else list(known.values())
         target, case = build_case(opts.seed, opts.replay, chosen, all_seeds())
+        warm_up()
         outcome, findings, measure = run_case(target, case, opts.replay, traced=False)
         print(f"case {opts.replay}: {target.name}: {case.describe()}")
         result = (

@@ -13,6 +13,8 @@ the outcome (``check``), returning findings as ``(kind, detail)``. Oracles:
   ``silent-corruption``;
 * damage the format promises to detect (``Mutant.must_fail``) must be an error;
 * a ``max_length`` must hold;
+* where numba is installed, the compiled decoder and the numpy one agree: the same
+  output, or the same exception class (``kernels-disagree``);
 * the command line exits 1 with exactly one line on stderr and no traceback,
   leaves no partial output and keeps its input when it fails.
 """
@@ -38,7 +40,7 @@ from bytepair.core.escape import Escapes
 from bytepair.core.expand import expand_reference
 from bytepair.core.tables import PairTables
 
-from ..helpers import expand_in_python, expand_python_nodes, expand_vectorized
+from ..helpers import compiled_decoder, expand_in_python, expand_python_nodes, expand_vectorized, kernels
 from . import container as C
 from . import mutators as M
 from . import reference
@@ -188,12 +190,59 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Outcome:
         return Outcome(exc=exc)
 
 
+EXPAND_COMPILED = compiled_decoder()
+"""The compiled decoder, or None without numba: then the targets run the numpy path only."""
+
+
+def warm_up() -> None:
+    """Load (or compile) the compiled decoder before the first case, so that no case is
+    charged numba's import and compile time (seconds) or memory."""
+    if EXPAND_COMPILED is None:
+        return
+    data = bytes(range(256)) * 64 + b"abcabcabc" * 2000
+    blob = bytepair.compress(data)
+    with kernels("numba"):
+        assert bytepair.decompress(blob) == data
+        if _gage is not None:
+            assert _gage.decompress(_gage.compress(data)) == data
+
+
+def _both_kernels(fn: Any, *args: Any, **kwargs: Any) -> Outcome:
+    """*fn* on the numpy path; where numba is installed, on the compiled path too
+    (its output or exception in ``info["numba"]``)."""
+    with kernels("numpy"):
+        outcome = _call(fn, *args, **kwargs)
+    if EXPAND_COMPILED is not None:
+        with kernels("numba"):
+            compiled = _call(fn, *args, **kwargs)
+        outcome.info["numba"] = compiled.exc if compiled.exc is not None else compiled.out
+    return outcome
+
+
+def kernels_agree(outcome: Outcome) -> list[Finding]:
+    """The compiled path gave the same output as the numpy path, or the same exception class."""
+    if "numba" not in outcome.info:
+        return []
+    got = outcome.info["numba"]
+    if outcome.exc is not None:
+        if type(got) is not type(outcome.exc):
+            what = f"{type(got).__name__}: {got}" if isinstance(got, BaseException) else f"{len(got)} bytes"
+            return [("kernels-disagree", f"numpy raised {type(outcome.exc).__name__}: {outcome.exc}; numba: {what}")]
+    elif got != outcome.out:
+        what = f"{type(got).__name__}: {got}" if isinstance(got, BaseException) else f"{len(got)} other bytes"
+        return [("kernels-disagree", f"numpy decoded {len(outcome.out or b'')} bytes; numba: {what}")]
+    return []
+
+
 class Decompress(Target):
     name = "decompress"
     weight = 3.0
 
     def run(self, case: Case) -> Outcome:
-        return _call(bytepair.decompress, case.data)
+        return _both_kernels(bytepair.decompress, case.data)
+
+    def check(self, case: Case, outcome: Outcome) -> list[Finding]:
+        return super().check(case, outcome) + kernels_agree(outcome)
 
 
 def pick_limit(rng: random.Random, expect: int | None) -> int:
@@ -212,7 +261,10 @@ class DecompressLimit(Target):
         return case
 
     def run(self, case: Case) -> Outcome:
-        return _call(bytepair.decompress, case.data, max_length=case.max_length)
+        return _both_kernels(bytepair.decompress, case.data, max_length=case.max_length)
+
+    def check(self, case: Case, outcome: Outcome) -> list[Finding]:
+        return super().check(case, outcome) + kernels_agree(outcome)
 
 
 def _pieces(rng: random.Random, n: int) -> list[int]:
@@ -419,7 +471,7 @@ class Gage(Target):
         return case
 
     def run(self, case: Case) -> Outcome:
-        return _call(_gage.decompress, case.data, max_length=case.max_length)
+        return _both_kernels(_gage.decompress, case.data, max_length=case.max_length)
 
     def _verdict(self, case: Case) -> tuple[list[int] | None, str]:
         if len(case.data) > REFERENCE_LIMIT:
@@ -433,10 +485,10 @@ class Gage(Target):
         out, exc = outcome.out, outcome.exc
         if exc is not None and not isinstance(exc, BytePairError):
             return [("crash", f"{type(exc).__name__}: {exc}")]
+        found = kernels_agree(outcome)
         lengths, why = self._verdict(case)
         if why == "?":
-            return []
-        found: list[Finding] = []
+            return found
         if out is not None:
             if case.max_length is not None and len(out) > case.max_length:
                 found.append(("limit-ignored", f"{len(out)} bytes, max_length={case.max_length}"))
@@ -458,7 +510,8 @@ class Gage(Target):
 
 
 class Decoders(Target):
-    """``expand`` (all three of its paths) and ``expand_reference`` on crafted ``PairTables``: they must agree.
+    """``expand`` (all three numpy paths, and the compiled one where numba is installed)
+    and ``expand_reference`` on crafted ``PairTables``: they must agree.
 
     The one documented difference: the frame budget (all merges of a run of blocks
     expand to at most 4x its size + 64 KiB) is enforced by ``expand`` only; the
@@ -474,6 +527,7 @@ class Decoders(Target):
         ("expand_python_nodes", expand_python_nodes),  # ... with its nodes built in Python
         ("expand_small", expand_in_python),  # the path for small runs, whatever the size
         ("expand_reference", expand_reference),
+        *((("expand_numba", EXPAND_COMPILED),) if EXPAND_COMPILED is not None else ()),
     )
 
     def make(self, rng: random.Random, seeds: list[Seed]) -> Case:
@@ -535,6 +589,10 @@ class Decoders(Target):
         decoded = {got for got in outcome.info.values() if isinstance(got, bytes)}
         if len(decoded) > 1:
             found.append(("decoders-disagree", "two decoders decode, to different bytes"))
+        if "expand_numba" in outcome.info:
+            numpy_got, numba_got = outcome.info["expand"], outcome.info["expand_numba"]
+            if type(numpy_got) is not type(numba_got) or (isinstance(numpy_got, bytes) and numpy_got != numba_got):
+                found.append(("kernels-disagree", f"expand: {numpy_got!r:.200}; expand_numba: {numba_got!r:.200}"))
         return found
 
     def declared(self, case: Case, outcome: Outcome) -> int:
@@ -562,7 +620,17 @@ class Cli(Target):
         return case
 
     @staticmethod
-    def spawn(args: list[str], cwd: str, timeout: float = 60.0) -> dict[str, Any]:
+    def baseline_env() -> dict[str, str]:
+        """The environment of a baseline run: with the compiled kernels loaded where numba is
+        installed (their fixed cost, about 140 MB of RSS for numba and LLVM, is no growth
+        caused by the data: a large frame loads them, a tiny one does not)."""
+        env = dict(os.environ)
+        if EXPAND_COMPILED is not None:
+            env["BYTEPAIR_KERNELS"] = "numba"
+        return env
+
+    @staticmethod
+    def spawn(args: list[str], cwd: str, timeout: float = 60.0, env: dict[str, str] | None = None) -> dict[str, Any]:
         """Run the command; its exit status, output, CPU time (from wait4) and peak RSS.
 
         The peak is the child's own ``VmHWM``, polled from /proc while it runs: the
@@ -570,7 +638,12 @@ class Cli(Target):
         """
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "bytepair", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+                [sys.executable, "-m", "bytepair", *args],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
             )
             status_file = f"/proc/{proc.pid}/status"
             peak = 0
@@ -604,7 +677,7 @@ class Cli(Target):
         if Cli.baseline is None:
             with tempfile.TemporaryDirectory() as d:
                 Path(d, "ok.bp").write_bytes(bytepair.compress(b"baseline"))
-                r = self.spawn(["-t", "ok.bp"], d)
+                r = self.spawn(["-t", "ok.bp"], d, env=self.baseline_env())
                 Cli.baseline = (r["cpu"], r["maxrss"])
         mode = case.params["mode"]
         args = {"t": ["-t"], "dc": ["-d", "-c"], "d": ["-d"], "d-rm": ["-d", "--rm"]}[mode]

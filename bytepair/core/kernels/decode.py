@@ -1,0 +1,583 @@
+"""The compiled decoder: a frame body, or a run of blocks (``PairTables``), back to bytes, in numba.
+
+The same contract as the numpy path (``container.format.unpack_frame_body`` then
+``core.expand.expand_numpy``), which stays the portable path and the reference
+this one is tested against: the same output, and for bad input the same
+exception class (``CorruptDataError``) with the same message. Imported only after
+``jit.use_numba`` said yes: ``codec.decode_frame`` calls :func:`decode_frame_body`,
+``expand.expand`` (Gage's format, tests) calls :func:`expand`.
+
+:func:`decode_body` reads the body's columns, checking them in the order
+``unpack_frame_body`` does, then the blocks go through two passes:
+
+1. **Validate** (:func:`check_blocks`), writing nothing: per block, the fresh
+   codes are distinct; each merge, in creation order, uses only literals and
+   codes already defined (a fresh code before its merge is a forward reference,
+   or a cycle); no merge expands to more than its block holds; all merges of the
+   run together stay within the frame's budget (``node_budget``); the payload
+   expands to exactly ``orig_len`` bytes and holds the escape mark as many times
+   as the block has escaped bytes. Lengths are checked as they are computed, so
+   none can grow past a block (a 255-deep doubling chain stops at its first long
+   code).
+2. **Write** (:func:`write_blocks`), block by block: each merge's expansion, in
+   creation order, into a table (an operand means what it means at that moment,
+   so a recycled code is simply redefined); then each payload symbol's
+   expansion, copied 16 bytes at a time into the output, which has 16 spare
+   bytes at its end. A short expansion writes past its end; the next symbol
+   overwrites that. The escaped bytes go back in as their symbols are written.
+
+A kernel cannot raise a useful exception, so it fills a status (what went
+wrong, in which block, with which values) and the Python caller raises from it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numba
+import numpy as np
+import numpy.typing as npt
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from ..._errors import CorruptDataError
+from ...container.format import _CODES_PER_RUN as CODES_PER_RUN
+from ...container.format import CODE_SET_BITMAP, MAX_RUNS, FrameHeader
+from ..escape import Escapes
+from ..expand import NODE_BUDGET, expand_numpy, node_budget
+from ..tables import PairTables
+
+__all__ = ["check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
+
+W = 16
+"""Bytes per copy: one 16-byte load and store, however short the expansion."""
+
+# what went wrong: status[0]; the block: status[1]; details: status[2:]
+OK = 0
+BAD_PAYLOAD_LEN = 1  # a payload empty or longer than its block
+FRESH_TWICE = 2  # a fresh code listed twice in a block
+FORWARD_REF = 3  # (code, merge, operand): an operand that is a fresh code not defined yet
+TOO_LONG = 4  # (code, orig_len): a merge expands to more than its block
+OVER_BUDGET = 5  # (bytes,): the merges of the run expand to more than the budget
+WRONG_TOTAL = 6  # (total, orig_len): a block expands to another length than its header says
+ESCAPE_COUNT = 7  # (held, count): a block holds its escape mark another number of times than it has escaped bytes
+# the frame body's columns (bytepair.container.format.unpack_frame_body)
+SHORT_BODY = 10  # the body is shorter than its columns
+LONG_BODY = 11  # (extra,): bytes after the last payload
+BAD_LENGTHS = 12  # impossible lengths in a block header
+WRONG_SIZE = 13  # (sum,): the blocks hold another size than the frame header says
+BAD_SET_HEADER = 14  # impossible code-set header
+BAD_RUNS = 15  # fresh code runs that do not describe the block's codes
+BAD_BITMAP = 16  # a code bitmap that does not match the code count
+
+
+@intrinsic
+def _move16(typingctx: Any, dst: Any, d: Any, src: Any, s: Any) -> Any:
+    """``memmove(&dst[d], &src[s], 16)``: LLVM makes it one 16-byte load and one store."""
+    sig = types.void(dst, types.intp, src, types.intp)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        dst_arr = context.make_array(signature.args[0])(context, builder, args[0])
+        src_arr = context.make_array(signature.args[2])(context, builder, args[2])
+        to = builder.gep(dst_arr.data, [args[1]])
+        frm = builder.gep(src_arr.data, [args[3]])
+        cgutils.raw_memmove(builder, to, frm, context.get_constant(types.intp, W), 1)  # type: ignore[no-untyped-call]
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+if getattr(numba.config, "BOUNDSCHECK", None):
+    # NUMBA_BOUNDSCHECK=1 (tests): index every byte, so that an overrun raises IndexError.
+    # numba's cache does not key on this setting: give such a run its own NUMBA_CACHE_DIR.
+
+    @numba.njit(cache=True, nogil=True)
+    def copy16(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
+        for i in range(W):
+            dst[d + i] = src[s + i]
+
+else:
+
+    @numba.njit(cache=True, nogil=True)
+    def copy16(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
+        """``dst[d : d + 16] = src[s : s + 16]``, both ranges inside their arrays.
+
+        One 16-byte move: about 0.55 ns a symbol where a loop of 16 byte copies
+        took 3-6.5 ns (numba checks each signed index for wrap-around).
+        """
+        _move16(dst, d, src, s)  # type: ignore[call-arg]
+
+
+@numba.njit(cache=True, nogil=True)
+def copy_over(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int, n: int) -> None:
+    """Copy *n* bytes in 16-byte pieces: writes up to 15 bytes past ``d + n``."""
+    copy16(dst, d, src, s)
+    if n > W:  # rare: most expansions are short
+        for k in range(W, n, W):
+            copy16(dst, d + k, src, s + k)
+
+
+@numba.njit(cache=True, nogil=True)
+def fail(status: npt.NDArray[np.int64], kind: int, block: int, x: int = 0, y: int = 0, z: int = 0) -> int:
+    """Record what went wrong in *status*; returns -1, for ``return fail(...)``."""
+    status[0] = kind
+    status[1] = block
+    status[2] = x
+    status[3] = y
+    status[4] = z
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def check_blocks(
+    orig_len: npt.NDArray[np.int64],
+    n_merges: npt.NDArray[np.int64],
+    n_fresh: npt.NDArray[np.int64],
+    code: npt.NDArray[np.uint8],
+    left: npt.NDArray[np.uint8],
+    right: npt.NDArray[np.uint8],
+    payload_len: npt.NDArray[np.int64],
+    payload: npt.NDArray[np.uint8],
+    esc_count: npt.NDArray[np.int64],
+    esc_mark: npt.NDArray[np.uint8],
+    budget: int,
+    status: npt.NDArray[np.int64],
+) -> int:
+    """Pass 1: validate every block, writing nothing but *status*.
+
+    Returns the most bytes one block's merges expand to (the size of pass 2's
+    table), or -1 with *status* saying what is wrong.
+    """
+    nb = len(orig_len)
+    for b in range(nb):
+        if payload_len[b] < 1 or payload_len[b] > orig_len[b]:
+            return fail(status, BAD_PAYLOAD_LEN, b)
+    length = np.empty(256, dtype=np.int64)  # what each byte value expands to, as things stand
+    marks = np.empty(256, dtype=np.int64)  # how many escape marks that expansion holds
+    pending = np.empty(256, dtype=np.bool_)  # a fresh code whose merge has not come yet
+    spent = 0  # bytes all merges so far expand to
+    most = 0
+    m0 = 0
+    p0 = 0
+    for b in range(nb):
+        size = orig_len[b]
+        length[:] = 1
+        marks[:] = 0
+        if esc_count[b]:
+            marks[esc_mark[b]] = 1
+        pending[:] = False
+        for m in range(m0, m0 + n_fresh[b]):
+            if pending[code[m]]:
+                return fail(status, FRESH_TWICE, b)
+            pending[code[m]] = True
+        block_nodes = 0
+        for m in range(m0, m0 + n_merges[b]):
+            lv, rv = left[m], right[m]
+            if pending[lv] or pending[rv]:
+                return fail(status, FORWARD_REF, b, code[m], m - m0, lv if pending[lv] else rv)
+            n = length[lv] + length[rv]
+            if n > size:
+                return fail(status, TOO_LONG, b, code[m], size)
+            spent += n
+            if spent > budget:
+                return fail(status, OVER_BUDGET, b, spent)
+            length[code[m]] = n
+            marks[code[m]] = marks[lv] + marks[rv]
+            pending[code[m]] = False
+            block_nodes += n
+        # (loops over a block's own slice: numba checks no index for wrap-around then)
+        symbols = payload[p0 : p0 + payload_len[b]]
+        total = 0
+        held = 0
+        if esc_count[b]:
+            for v in symbols:
+                total += length[v]
+                held += marks[v]
+        else:
+            for v in symbols:
+                total += length[v]
+        if total != size:
+            return fail(status, WRONG_TOTAL, b, total, size)
+        if held != esc_count[b]:
+            return fail(status, ESCAPE_COUNT, b, held, esc_count[b])
+        most = max(most, block_nodes)
+        m0 += n_merges[b]
+        p0 += payload_len[b]
+    return most
+
+
+@numba.njit(cache=True, nogil=True)
+def write_blocks(
+    orig_len: npt.NDArray[np.int64],
+    n_merges: npt.NDArray[np.int64],
+    code: npt.NDArray[np.uint8],
+    left: npt.NDArray[np.uint8],
+    right: npt.NDArray[np.uint8],
+    payload_len: npt.NDArray[np.int64],
+    payload: npt.NDArray[np.uint8],
+    esc_count: npt.NDArray[np.int64],
+    esc_mark: npt.NDArray[np.uint8],
+    esc_literals: npt.NDArray[np.uint8],
+    most_nodes: int,
+    out: npt.NDArray[np.uint8],
+) -> None:
+    """Pass 2: write every block into *out* (its length plus 16 spare bytes), escapes
+    restored; only after :func:`check_blocks` passed, which makes every copy fit."""
+    # table[0:256] holds the literals, then a block's merges' expansions back to back
+    table = np.empty(256 + most_nodes + 2 * W, dtype=np.uint8)
+    for v in range(256):
+        table[v] = v
+    # what each byte value means, as things stand: the literal itself at first
+    start = np.arange(256, dtype=np.int64)  # where its expansion starts in table
+    length = np.ones(256, dtype=np.int64)
+    # where the escape marks are in each expansion: marks[v] offsets from mark_at[mark_start[v]] on
+    mark_at = np.empty(most_nodes + 1, dtype=np.int64)
+    mark_start = np.zeros(256, dtype=np.int64)
+    marks = np.zeros(256, dtype=np.int64)
+    # the same in one number, for one load per payload symbol: where the expansion
+    # starts (high 32 bits), its length (then) and whether it holds marks (lowest bit)
+    packed = (start << 32) | (length << 1)
+    m0 = 0
+    p0 = 0
+    d = 0  # where the next byte goes in out
+    lit = 0  # the next escaped byte
+    for b in range(len(orig_len)):
+        escaping = esc_count[b] > 0
+        if n_merges[b] == 0 and not escaping:  # a stored block: its payload is its data
+            out[d : d + payload_len[b]] = payload[p0 : p0 + payload_len[b]]
+            d += payload_len[b]
+            p0 += payload_len[b]
+            continue
+        mark = esc_mark[b]
+        if escaping:
+            marks[mark] = 1
+            mark_start[mark] = 0
+            mark_at[0] = 0
+            packed[mark] |= 1
+        at = 256
+        mark_end = 1
+        for m in range(m0, m0 + n_merges[b]):
+            lv, rv = left[m], right[m]
+            # read both operands before redefining the code (it may be one of them)
+            ls, ln, rs, rn = start[lv], length[lv], start[rv], length[rv]
+            copy_over(table, at, table, ls, ln)
+            copy_over(table, at + ln, table, rs, rn)
+            c = code[m]
+            if escaping:
+                lm, rm = mark_start[lv], mark_start[rv]
+                first = mark_end
+                for j in range(lm, lm + marks[lv]):
+                    mark_at[mark_end] = mark_at[j]
+                    mark_end += 1
+                for j in range(rm, rm + marks[rv]):
+                    mark_at[mark_end] = mark_at[j] + ln
+                    mark_end += 1
+                mark_start[c] = first
+                marks[c] = mark_end - first
+            start[c] = at
+            length[c] = ln + rn
+            packed[c] = (at << 32) | ((ln + rn) << 1) | (marks[c] > 0)
+            at += ln + rn
+        symbols = payload[p0 : p0 + payload_len[b]]
+        for v in symbols:
+            what = packed[v]
+            n = (what & 0xFFFFFFFF) >> 1
+            copy_over(out, d, table, what >> 32, n)
+            if what & 1:  # put back the escaped bytes this expansion covers
+                for j in range(mark_start[v], mark_start[v] + marks[v]):
+                    out[d + mark_at[j]] = esc_literals[lit]
+                    lit += 1
+            d += n
+        # the byte values this block redefined are literals again for the next
+        for m in range(m0, m0 + n_merges[b]):
+            c = code[m]
+            start[c] = c
+            length[c] = 1
+            marks[c] = 0
+            packed[c] = (np.int64(c) << 32) | 2
+        marks[mark] = 0
+        packed[mark] = (np.int64(mark) << 32) | 2
+        m0 += n_merges[b]
+        p0 += payload_len[b]
+
+
+@numba.njit(cache=True, nogil=True)
+def u16(raw: npt.NDArray[np.uint8], at: int) -> np.int64:
+    """The little-endian 16-bit number at *at*."""
+    return np.int64(raw[at]) | (np.int64(raw[at + 1]) << 8)
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_body(
+    raw: npt.NDArray[np.uint8], nb: int, orig_size: int, budget: int, codes_per_run: int, status: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint8]:
+    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus 16 spare.
+
+    The columns are read and checked as ``unpack_frame_body`` does, in the same
+    order, then the blocks go through :func:`check_blocks` and :func:`write_blocks`.
+    On damage, returns an empty array with *status* saying what is wrong.
+    """
+    nothing = np.empty(0, dtype=np.uint8)
+    if len(raw) < 9 * nb:
+        fail(status, SHORT_BODY, 0)
+        return nothing
+    # the block headers: 9 bytes a block, column by column
+    orig_len = np.empty(nb, dtype=np.int64)
+    payload_len = np.empty(nb, dtype=np.int64)
+    n_fresh = np.empty(nb, dtype=np.int64)
+    n_merges = np.empty(nb, dtype=np.int64)
+    set_kind = np.empty(nb, dtype=np.int64)
+    n_escaped = np.empty(nb, dtype=np.int64)
+    set_at = np.empty(nb + 1, dtype=np.int64)  # where each block's code set starts
+    set_at[0] = 9 * nb
+    n_marks = 0
+    fresh_total = 0
+    recycled_total = 0
+    escaped_total = 0
+    payload_total = 0
+    for b in range(nb):
+        orig_len[b] = u16(raw, 2 * b)
+        payload_len[b] = u16(raw, 2 * nb + 2 * b)
+        n_fresh[b] = raw[4 * nb + b]
+        n_merges[b] = n_fresh[b] + raw[5 * nb + b]
+        set_kind[b] = raw[6 * nb + b]
+        n_escaped[b] = u16(raw, 7 * nb + 2 * b)
+        set_at[b + 1] = set_at[b] + (32 if set_kind[b] == CODE_SET_BITMAP else 2 * set_kind[b])
+        n_marks += n_escaped[b] > 0
+        fresh_total += n_fresh[b]
+        recycled_total += raw[5 * nb + b]
+        escaped_total += n_escaped[b]
+        payload_total += payload_len[b]
+    marks_at = set_at[nb]
+    fresh_at = marks_at + n_marks
+    recycled_at = fresh_at + 2 * fresh_total
+    literals_at = recycled_at + 3 * recycled_total
+    payload_at = literals_at + escaped_total
+    end = payload_at + payload_total
+    if end > len(raw):
+        fail(status, SHORT_BODY, 0)
+        return nothing
+    if end != len(raw):
+        fail(status, LONG_BODY, 0, len(raw) - end)
+        return nothing
+    total = 0
+    for b in range(nb):
+        if orig_len[b] < 1 or payload_len[b] < 1 or payload_len[b] > orig_len[b] or n_escaped[b] > orig_len[b]:
+            fail(status, BAD_LENGTHS, b)
+            return nothing
+        total += orig_len[b]
+    if total != orig_size:
+        fail(status, WRONG_SIZE, 0, total, orig_size)
+        return nothing
+
+    # fresh codes, checked run of blocks by run of blocks as the numpy path does
+    # (runs of about codes_per_run codes), then listed block by block, descending
+    codes = np.empty(fresh_total, dtype=np.uint8)
+    fresh_before = np.empty(nb + 1, dtype=np.int64)  # fresh codes of the blocks before each
+    fresh_before[0] = 0
+    for b in range(nb):
+        fresh_before[b + 1] = fresh_before[b] + n_fresh[b]
+    lo = 0
+    while lo < nb:
+        hi = lo + 1
+        while hi < nb and fresh_before[hi + 1] // codes_per_run == fresh_before[lo + 1] // codes_per_run:
+            hi += 1
+        for b in range(lo, hi):
+            kind = set_kind[b]
+            n_runs = 0 if kind == CODE_SET_BITMAP else kind
+            if n_runs > MAX_RUNS or (kind == 0) == (n_fresh[b] > 0):
+                fail(status, BAD_SET_HEADER, b)
+                return nothing
+        for b in range(lo, hi):
+            if set_kind[b] == CODE_SET_BITMAP:
+                continue
+            took = 0
+            span = 0
+            zero_take = False
+            for r in range(set_kind[b]):
+                skip, take = raw[set_at[b] + 2 * r], raw[set_at[b] + 2 * r + 1]
+                took += take
+                span += skip + take
+                zero_take |= take < 1
+            if took != n_fresh[b] or span > 256 or zero_take:
+                fail(status, BAD_RUNS, b)
+                return nothing
+        for b in range(lo, hi):
+            if set_kind[b] != CODE_SET_BITMAP:
+                continue
+            counted = 0
+            for i in range(32):
+                byte = raw[set_at[b] + i]
+                for j in range(8):
+                    counted += (byte >> (7 - j)) & 1
+            if counted != n_fresh[b]:
+                fail(status, BAD_BITMAP, b)
+                return nothing
+        for b in range(lo, hi):
+            k = fresh_before[b]
+            if set_kind[b] == CODE_SET_BITMAP:  # bit 7 - j of byte i: value 255 - (8i + j)
+                for i in range(32):
+                    byte = raw[set_at[b] + i]
+                    for j in range(8):
+                        if (byte >> (7 - j)) & 1:
+                            codes[k] = 255 - (8 * i + j)
+                            k += 1
+            else:  # walking down from 255: skip `skip` values, take `take`
+                value = 255
+                for r in range(set_kind[b]):
+                    value -= raw[set_at[b] + 2 * r]
+                    for _ in range(raw[set_at[b] + 2 * r + 1]):
+                        codes[k] = value
+                        value -= 1
+                        k += 1
+        lo = hi
+
+    # each block's merges: its fresh ones (the k-th fresh code gets the k-th pair), then its recycled ones
+    m_total = fresh_total + recycled_total
+    code = np.empty(m_total, dtype=np.uint8)
+    left = np.empty(m_total, dtype=np.uint8)
+    right = np.empty(m_total, dtype=np.uint8)
+    esc_mark = np.zeros(nb, dtype=np.uint8)
+    m = 0
+    fresh = 0
+    recycled = 0
+    mark = 0
+    for b in range(nb):
+        for _ in range(n_fresh[b]):
+            code[m] = codes[fresh]
+            left[m] = raw[fresh_at + 2 * fresh]
+            right[m] = raw[fresh_at + 2 * fresh + 1]
+            fresh += 1
+            m += 1
+        for _ in range(n_merges[b] - n_fresh[b]):
+            code[m] = raw[recycled_at + 3 * recycled]
+            left[m] = raw[recycled_at + 3 * recycled + 1]
+            right[m] = raw[recycled_at + 3 * recycled + 2]
+            recycled += 1
+            m += 1
+        if n_escaped[b]:
+            esc_mark[b] = raw[marks_at + mark]
+            mark += 1
+    payload = raw[payload_at:end]
+    literals = raw[literals_at:payload_at]
+    most = check_blocks(
+        orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, n_escaped, esc_mark, budget, status
+    )
+    if most < 0:
+        return nothing
+    out = np.empty(orig_size + W, dtype=np.uint8)
+    write_blocks(orig_len, n_merges, code, left, right, payload_len, payload, n_escaped, esc_mark, literals, most, out)
+    return out
+
+
+def decode_frame_body(
+    header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
+) -> npt.NDArray[np.uint8]:
+    """``expand(unpack_frame_body(...))``, compiled: the frame's bytes (its content CRC not checked yet)."""
+    if zlib.crc32(body, zlib.crc32(header.header)) != header.frame_crc:
+        raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
+    raw = _bytes(np.frombuffer(body, dtype=np.uint8))
+    status = np.zeros(5, dtype=np.int64)
+    out = decode_body(raw, header.n_blocks, header.orig_size, node_budget(header.orig_size), CODES_PER_RUN, status)
+    if status[0] != OK:
+        raise _error(status, first_block, header.n_blocks, f"frame {frame_index}")
+    return out[: header.orig_size]
+
+
+def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
+    """*values* as a writable contiguous int64 array (a copy if need be; these columns hold
+    one item per block or merge): the types ``decode_body`` passes, so that the kernels
+    are compiled once for both callers."""
+    if values.dtype == np.int64 and values.flags.c_contiguous and values.flags.writeable:
+        return values  # type: ignore[return-value]
+    return np.array(values, dtype=np.int64)
+
+
+def _small_bytes(values: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """*values* as a writable contiguous uint8 array (see ``_ints``)."""
+    if values.dtype == np.uint8 and values.flags.c_contiguous and values.flags.writeable:
+        return values
+    return np.array(values, dtype=np.uint8)
+
+
+def _bytes(values: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """*values* as a contiguous read-only uint8 array, without a copy where it is one
+    already (payloads and escaped bytes: views of the frame body in ``decode_body``)."""
+    arr = np.ascontiguousarray(values, dtype=np.uint8).view()
+    arr.flags.writeable = False
+    return arr
+
+
+def expand(t: PairTables) -> npt.NDArray[np.uint8]:
+    """Decode a run of blocks: ``bytepair.core.expand.expand``, compiled."""
+    nb = len(t.orig_len)
+    total = int(t.orig_len.sum())
+    esc = t.escapes if t.escapes is not None else Escapes.none(nb)
+    _check_columns(t, esc)
+    if nb and int(t.orig_len.max()) >= 1 << 30:  # no container block is; the kernels pack lengths in 31 bits
+        return expand_numpy(t)
+    orig_len, n_merges, n_fresh, payload_len, esc_count = map(
+        _ints, (t.orig_len, t.n_merges, t.n_fresh, t.payload_len, esc.count)
+    )
+    code, left, right, esc_mark = map(_small_bytes, (t.code, t.left, t.right, esc.mark))
+    payload, esc_literals = _bytes(t.payload), _bytes(esc.literals)
+    status = np.zeros(5, dtype=np.int64)
+    most = check_blocks(
+        orig_len,
+        n_merges,
+        n_fresh,
+        code,
+        left,
+        right,
+        payload_len,
+        payload,
+        esc_count,
+        esc_mark,
+        node_budget(total),
+        status,
+    )
+    if most < 0:
+        raise _error(status, t.first_block, nb)
+    out = np.empty(total + W, dtype=np.uint8)
+    write_blocks(
+        orig_len, n_merges, code, left, right, payload_len, payload, esc_count, esc_mark, esc_literals, most, out
+    )
+    return out[:total]
+
+
+def _check_columns(t: PairTables, esc: Escapes) -> None:
+    """The columns agree in length (the container builds them so): the kernels rely on it."""
+    nb = len(t.orig_len)
+    if not (
+        len(t.n_merges) == len(t.n_fresh) == len(t.payload_len) == len(esc.count) == len(esc.mark) == nb
+        and len(t.code) == len(t.left) == len(t.right) == int(t.n_merges.sum())
+        and len(t.payload) == int(t.payload_len.sum())
+        and len(esc.literals) == int(esc.count.sum())
+        and not np.count_nonzero((t.n_fresh < 0) | (t.n_fresh > t.n_merges) | (t.n_merges < 0) | (esc.count < 0))
+    ):
+        raise ValueError("PairTables columns disagree in length")
+
+
+def _error(status: npt.NDArray[np.int64], first_block: int, n_blocks: int, frame: str = "") -> CorruptDataError:
+    """The numpy decoder's error for what *status* reports (*frame*: "frame N", for the body's columns)."""
+    kind, b, x, y, z = status.tolist()
+    block = f"block {first_block + b}"
+    messages = {
+        BAD_PAYLOAD_LEN: "a block's payload is empty or longer than the block",
+        FRESH_TWICE: "pair table lists a fresh code twice",
+        FORWARD_REF: f"{block}: pair code {x} (merge {y}) uses code {z} before it is defined",
+        TOO_LONG: f"{block}: pair code {x} expands to more than the block's {y} bytes",
+        OVER_BUDGET: f"blocks {first_block}..{first_block + n_blocks - 1}: pair tables expand to "
+        f"{x} bytes or more, more than {NODE_BUDGET}x the data they describe",
+        WRONG_TOTAL: f"{block}: expands to {x} bytes, header says {y}",
+        ESCAPE_COUNT: f"{block}: holds its escape mark {x} times, its header says {y} escaped bytes",
+        SHORT_BODY: f"{frame}: body is shorter than its columns",
+        LONG_BODY: f"{frame}: {x} bytes after the last payload",
+        BAD_LENGTHS: f"{block}: impossible lengths in the block header",
+        WRONG_SIZE: f"{frame}: blocks hold {x} bytes, frame header says {y}",
+        BAD_SET_HEADER: f"{block}: impossible code-set header",
+        BAD_RUNS: f"{block}: fresh code runs do not describe its codes",
+        BAD_BITMAP: f"{block}: code bitmap does not match its code count",
+    }
+    return CorruptDataError(messages[kind])

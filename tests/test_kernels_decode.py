@@ -1,0 +1,393 @@
+"""The compiled decoder (``bytepair.core.kernels.decode``) against the numpy one.
+
+The numpy decoder is the reference: on every input both give the same bytes,
+and on every bad input both raise the same exception class (for tables with one
+thing wrong, the same message too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numba", reason="the compiled decoder needs numba (pip install 'bytepair[fast]')")
+
+import bytepair
+from bytepair import gage
+from bytepair.container.format import pack_frame, pack_stream_header
+from bytepair.core.escape import Escapes
+from bytepair.core.expand import expand_numpy, expand_reference, node_budget
+from bytepair.core.tables import PairTables
+from tests.golden import GOLDEN
+from tests.helpers import CORPUS, GAGE_VECTORS, TESTDATA, compiled_decoder, frame_size, kernels, require_shared
+from tests.strategies import blocky_bytes
+from tests.test_expand import frames_of, one_block, tables_for
+
+_compiled = compiled_decoder()
+if _compiled is None:  # pragma: no cover - numba without a writable cache directory
+    pytest.skip("numba has no writable cache directory here", allow_module_level=True)
+expand_compiled: Callable[[PairTables], bytes] = _compiled
+
+
+def outcome(decode: Callable[[], bytes]) -> bytes | Exception:
+    """What *decode* returns, or the exception it raises."""
+    try:
+        return decode()
+    except Exception as exc:
+        return exc
+
+
+def assert_same(numpy_got: bytes | Exception, numba_got: bytes | Exception, *, message: bool = False) -> None:
+    """The same bytes, or the same exception class (and with *message*, the same message)."""
+    if isinstance(numpy_got, Exception):
+        assert isinstance(numba_got, Exception), f"numpy raised {numpy_got!r}, numba decoded"
+        assert type(numba_got) is type(numpy_got), f"numpy raised {numpy_got!r}, numba {numba_got!r}"
+        assert isinstance(numpy_got, bytepair.BytePairError), repr(numpy_got)
+        if message:
+            assert str(numba_got) == str(numpy_got)
+    else:
+        assert not isinstance(numba_got, Exception), f"numpy decoded, numba raised {numba_got!r}"
+        assert numba_got == numpy_got
+
+
+def tables_agree(t: PairTables, *, message: bool = False) -> bytes | Exception:
+    """*t* decoded by the compiled decoder and the numpy one alike; what they gave."""
+    want = outcome(lambda: expand_numpy(t).tobytes())
+    assert_same(want, outcome(lambda: expand_compiled(t)), message=message)
+    return want
+
+
+def streams_agree(
+    blob: bytes, decompress: Callable[[bytes], bytes] = bytepair.decompress, *, message: bool = False
+) -> bytes | Exception:
+    """*blob* decompressed on each path alike; what they gave."""
+    with kernels("numpy"):
+        want = outcome(lambda: decompress(blob))
+    with kernels("numba"):
+        got = outcome(lambda: decompress(blob))
+    assert_same(want, got, message=message)
+    return want
+
+
+def bp_files() -> Iterator[Path]:
+    yield from sorted(GOLDEN.rglob("*.bp"))
+    yield from sorted((TESTDATA / "fuzz").glob("*.bp"))
+
+
+# -- valid input: the same bytes ------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", list(bp_files()), ids=lambda p: str(p.relative_to(TESTDATA)))
+def test_golden_and_fuzz_files_decode_alike(path: Path) -> None:
+    blob = path.read_bytes()
+    got = streams_agree(blob)
+    original = path.with_suffix(".bin")
+    if path.is_relative_to(GOLDEN) and original.exists():
+        assert got == original.read_bytes()
+    if not isinstance(got, Exception):
+        for t in frames_of(blob):
+            tables_agree(t)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=blocky_bytes(), level=st.sampled_from(sorted(bytepair.LEVELS)), block_size=st.sampled_from([None, 16, 300]))
+def test_round_trips_at_every_level(data: bytes, level: int, block_size: int | None) -> None:
+    blob = bytepair.compress(data, level=level, block_size=block_size)
+    with kernels("numba"):
+        assert bytepair.decompress(blob) == data
+    for t in frames_of(blob):
+        assert tables_agree(t) == expand_reference(t)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=blocky_bytes(max_size=6000), limit=st.integers(2, 12))
+def test_round_trips_with_escapes(data: bytes, limit: int) -> None:
+    # few distinct values per block and a high escape limit: most blocks escape
+    blob = bytepair.compress(data * 3, block_size=512, escape_limit=limit, max_distinct=250)
+    for t in frames_of(blob):
+        tables_agree(t)
+    with kernels("numba"):
+        assert bytepair.decompress(blob) == data * 3
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"a" * 70_000,  # aaaa: overlapping pairs, codes of codes of a
+        b"ab" * 40_000,  # abab: adjacent matches
+        b"abc" * 30_000 + b"d",
+        bytes(range(256)) * 300,  # every value: no fresh code at all
+        b"a" * 32_767 + b"b" + b"a" * 32_768,  # a change of run at a block boundary
+    ],
+    ids=["aaaa", "abab", "abcd", "all-values", "boundary"],
+)
+@pytest.mark.parametrize("block_size", [16, 17, 4096, 32768])
+def test_runs_and_block_boundaries(data: bytes, block_size: int) -> None:
+    blob = bytepair.compress(data, block_size=block_size, threshold=2)
+    for t in frames_of(blob):
+        tables_agree(t)
+    with kernels("numba"):
+        assert bytepair.decompress(blob) == data
+
+
+def test_many_frames_decode_alike() -> None:
+    data = b"".join(bytes([k % 7 + 97]) * (k % 50 + 1) for k in range(5000))
+    with frame_size(10_000):
+        blob = bytepair.compress(data, block_size=1000)
+    assert streams_agree(blob) == data
+
+
+def test_recycled_codes_mean_what_they_meant_when_used() -> None:
+    t = one_block(
+        [(255, ord("a"), ord("b")), (254, 255, ord("c")), (253, 255, 255), (255, ord("x"), ord("y"))],
+        bytes([254, 255, 254, 253]),
+        12,
+        n_fresh=3,
+    )
+    assert tables_agree(t) == b"abcxyabcabab"
+    # a recycled code defined from its own earlier meaning
+    t = one_block([(255, ord("a"), ord("b")), (255, 255, 255)], bytes([255]), 4, n_fresh=1)
+    assert tables_agree(t) == b"abab"
+
+
+def test_a_255_deep_chain_decodes() -> None:
+    # codes 255..1, each the one before followed by 0: code 1 is 256 zeros, 255 merges deep
+    pairs = [(255, 0, 0)] + [(255 - k, 256 - k, 0) for k in range(1, 255)]
+    t = one_block(pairs, bytes([1, 2, 0]), 256 + 255 + 1)
+    assert tables_agree(t) == bytes(512)
+
+
+def test_long_codes_and_stored_blocks_side_by_side() -> None:
+    # codes of 1..600 bytes (many 16-byte pieces each), a stored block, and an escaping block
+    rng = np.random.default_rng(7)
+    parts = [bytes(rng.integers(0, 4, 600).astype(np.uint8)) * 40, bytes(rng.integers(0, 256, 3000).astype(np.uint8))]
+    data = b"".join(parts) * 2
+    blob = bytepair.compress(data, block_size=30_000, threshold=2)
+    for t in frames_of(blob):
+        tables_agree(t)
+    assert streams_agree(blob) == data
+
+
+def test_corpus_files_decode_alike() -> None:
+    folder = require_shared(CORPUS)
+    files = sorted(p for p in folder.glob("*/*") if p.is_file())
+    # the first 64 KiB of each file: every kind of data, in a few seconds
+    data = [p.read_bytes()[: 1 << 16] for p in files]
+    for part in data:
+        blob = bytepair.compress(part, level=1)
+        for t in frames_of(blob):
+            tables_agree(t)
+        with kernels("numba"):
+            assert bytepair.decompress(blob) == part
+
+
+def test_gage_vectors_decode_alike() -> None:
+    folder = require_shared(GAGE_VECTORS)
+    for path in sorted(folder.glob("*.bin.gage")):
+        got = streams_agree(path.read_bytes(), gage.decompress)
+        assert got == path.with_suffix("").read_bytes(), path.name
+
+
+def test_gage_round_trips_alike() -> None:
+    data = b"".join(bytes([k % 5 + 65]) * (k % 9 + 1) for k in range(20_000))
+    assert streams_agree(gage.compress(data), gage.decompress) == data
+
+
+# -- bad input: the same exception ------------------------------------------------------
+
+
+def chain(n: int, step: int) -> list[tuple[int, int, int]]:
+    """Codes 255, 254, ...: each the previous one followed by *step* copies of itself (a doubling chain for 1)."""
+    return [(255, ord("a"), ord("a"))] + [(255 - k, 256 - k, 256 - k if step else ord("b")) for k in range(1, n)]
+
+
+@pytest.mark.parametrize(
+    ("pairs", "payload", "orig_len", "n_fresh"),
+    [
+        ([(255, 255, ord("a"))], b"\xff", 2, None),  # refers to itself
+        ([(255, ord("a"), 254), (254, ord("b"), ord("c"))], b"\xff", 3, None),  # a forward reference
+        ([(255, 254, ord("a")), (254, 255, ord("b"))], b"\xfe", 3, None),  # a cycle
+        ([(255, ord("a"), ord("b")), (255, ord("c"), ord("d"))], b"\xff", 2, None),  # a fresh code twice
+        ([(255, ord("a"), ord("b"))], b"\xff\xff", 3, None),  # the payload expands to more
+        ([(255, ord("a"), ord("b"))], b"\xff\xff", 5, None),  # ... to less
+        ([(255, ord("a"), ord("b"))], b"\xff", 1, None),  # a code longer than its block
+        (chain(255, 1), b"\x01", 4, None),  # a 255-deep doubling chain: 2**255 bytes
+        (chain(255, 1), b"\x01", 60_000, None),  # ... however long the block
+        (chain(200, 0), b"\x38" * 3, 603, None),  # 200 codes of up to 201 bytes: over budget
+        ([], b"abc", 4, None),  # a stored block shorter than its header says
+        ([], b"", 1, None),  # an empty payload
+        ([(255, ord("a"), ord("b"))], b"\xff" * 3, 2, None),  # a payload longer than its block
+        ([(200, ord("a"), ord("b")), (201, 200, 200)], b"\xc9", 4, 1),  # a recycled code... is fine
+    ],
+)
+def test_crafted_tables_are_refused_alike(
+    pairs: list[tuple[int, int, int]], payload: bytes, orig_len: int, n_fresh: int | None
+) -> None:
+    tables_agree(one_block(pairs, payload, orig_len, n_fresh), message=True)
+
+
+def test_the_budget_covers_the_whole_run_of_blocks() -> None:
+    # every block alone is within its share, all together over the frame's budget
+    pairs = chain(120, 0)  # codes of 2..121 bytes: 7380 bytes for a block of 121
+    block = one_block(pairs, b"\x88", 121)
+    n = 1 + node_budget(121 * 12) // 7380
+    t = PairTables(
+        np.full(n, 121),
+        np.full(n, len(pairs)),
+        np.full(n, len(pairs)),
+        np.tile(block.code, n),
+        np.tile(block.left, n),
+        np.tile(block.right, n),
+        np.ones(n, dtype=np.int64),
+        np.tile(block.payload, n),
+    )
+    with pytest.raises(bytepair.CorruptDataError, match="more than 4x"):
+        expand_compiled(t)
+    tables_agree(t)
+
+
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_escape_counts_that_disagree_are_refused_alike(delta: int) -> None:
+    data = b"abcab" * 50 + b"\x01xyz\x02xyz\x03"
+    t = tables_for(data, [], threshold=2)
+    # escape the three rare bytes under mark 1, then declare one too few or too many
+    changed = bytes(1 if v in (1, 2, 3) else v for v in data)
+    t = tables_for(changed, [], threshold=2)
+    literals = np.array([1, 2, 3], dtype=np.uint8)
+    good = dataclasses.replace(t, escapes=Escapes(np.array([3]), np.array([1], dtype=np.uint8), literals))
+    assert tables_agree(good) == data
+    count = 3 + delta
+    bad = dataclasses.replace(
+        t, escapes=Escapes(np.array([count]), np.array([1], dtype=np.uint8), np.resize(literals, count))
+    )
+    tables_agree(bad, message=True)
+
+
+def sample_stream() -> bytes:
+    """A stream with every feature: several frames, recycling, escapes, stored blocks."""
+    rng = np.random.default_rng(1994)
+    words = [bytes(rng.integers(0, 250, 3).astype(np.uint8)) for _ in range(40)]
+    text = bytes(range(250)) + b"".join(words[i] for i in rng.integers(0, 40, 3000))
+    data = text + bytes(rng.integers(0, 256, 2000).astype(np.uint8)) + b"the rare \x01 and \x02 " * 300
+    with frame_size(6000):
+        return bytepair.compress(data, block_size=2000)
+
+
+def test_truncations_are_refused_alike() -> None:
+    blob = sample_stream()
+    for cut in range(1, len(blob), 7):
+        assert isinstance(streams_agree(blob[:cut]), Exception)
+
+
+def test_bit_flips_are_refused_alike() -> None:
+    blob = sample_stream()
+    for bit in range(0, 8 * len(blob), 13):
+        damaged = bytearray(blob)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        assert isinstance(streams_agree(bytes(damaged)), Exception)
+
+
+def repacked(t: PairTables, edit: Callable[[PairTables], None]) -> bytes:
+    """A one-frame stream of *t* edited by *edit*, its CRCs made right again: only the decoder can tell."""
+    t = dataclasses.replace(t, code=t.code.copy(), left=t.left.copy(), right=t.right.copy(), payload=t.payload.copy())
+    edit(t)
+    frame = pack_frame(t, 0)
+    return pack_stream_header() + frame
+
+
+def test_edited_tables_with_right_crcs_are_refused_alike() -> None:
+    blob = sample_stream()
+    t = frames_of(blob)[0]
+    rng = np.random.default_rng(31)
+    for _ in range(300):
+        column = ("left", "right", "payload")[int(rng.integers(3))]
+
+        def edit(t: PairTables, column: str = column) -> None:
+            values = getattr(t, column)
+            values[int(rng.integers(len(values)))] = int(rng.integers(256))
+
+        streams_agree(repacked(t, edit))
+
+
+def test_gage_damage_is_refused_alike() -> None:
+    data = b"".join(bytes([k % 5 + 65]) * (k % 9 + 1) for k in range(3000))
+    blob = gage.compress(data)
+    for at in range(0, len(blob), 5):
+        damaged = bytearray(blob)
+        damaged[at] ^= 0x5A
+        streams_agree(bytes(damaged), gage.decompress)
+        streams_agree(blob[:at], gage.decompress)
+
+
+def test_content_crc_is_still_checked() -> None:
+    blob = bytearray(bytepair.compress(b"hello world, hello world, hello world" * 100))
+    # flip a bit of the frame's content CRC (header offset 13) and make its frame CRC right again
+    frame = 8
+    blob[frame + 13] ^= 1
+    body_size = int.from_bytes(blob[frame + 9 : frame + 13], "little")
+    body = bytes(blob[frame + 21 : frame + 21 + body_size])
+    blob[frame + 17 : frame + 21] = zlib.crc32(body, zlib.crc32(bytes(blob[frame : frame + 17]))).to_bytes(4, "little")
+    assert isinstance(streams_agree(bytes(blob)), bytepair.CorruptDataError)
+
+
+def with_body_edit(blob: bytes, at: int, value: int) -> bytes:
+    """*blob* with byte *at* of its first frame's body set to *value*, the frame CRC made right again."""
+    frame = 8
+    body_size = int.from_bytes(blob[frame + 9 : frame + 13], "little")
+    body = bytearray(blob[frame + 21 : frame + 21 + body_size])
+    body[at] = value
+    crc = zlib.crc32(body, zlib.crc32(blob[frame : frame + 17]))
+    return blob[: frame + 17] + crc.to_bytes(4, "little") + bytes(body) + blob[frame + 21 + body_size :]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_edited_frame_bodies_are_refused_with_the_same_message(seed: int) -> None:
+    # one byte of the body changed, its CRC right: the columns, code sets, tables or
+    # payload are damaged, and both paths find the same first fault
+    rng = np.random.default_rng(seed)
+    data = sample_stream()
+    body_size = int.from_bytes(data[17:21], "little")
+    n_blocks = int.from_bytes(data[9:13], "little")
+    for _ in range(150):
+        # mostly the block headers and code sets, where the column checks are
+        at = (
+            int(rng.integers(min(body_size, 9 * n_blocks + 200)))
+            if rng.random() < 0.7
+            else int(rng.integers(body_size))
+        )
+        streams_agree(with_body_edit(data, at, int(rng.integers(256))), message=True)
+
+
+def test_columns_that_disagree_are_a_caller_error() -> None:
+    good = one_block([(255, ord("a"), ord("b"))], b"\xff\xff", 4)
+    assert expand_compiled(good) == b"abab"
+    for bad in (
+        dataclasses.replace(good, n_merges=np.array([2])),  # more merges than listed
+        dataclasses.replace(good, payload_len=np.array([3])),  # more payload than given
+        dataclasses.replace(good, n_fresh=np.array([2])),  # more fresh merges than merges
+    ):
+        with pytest.raises(ValueError, match="columns disagree"):
+            expand_compiled(bad)
+
+
+def test_a_code_of_one_block_is_a_literal_in_the_next() -> None:
+    # block 0 makes 255 and 254 codes (254 escaped under mark 1); block 1 uses 255, 254 and 1 as literals
+    t = PairTables(
+        np.array([6, 5]),
+        np.array([2, 1]),
+        np.array([2, 1]),
+        np.array([255, 254, 200], dtype=np.uint8),
+        np.array([ord("a"), 255, ord("x")], dtype=np.uint8),
+        np.array([ord("b"), 1, ord("y")], dtype=np.uint8),
+        np.array([2, 4]),
+        np.array([254, 254, 200, 255, 254, 1], dtype=np.uint8),
+        escapes=Escapes(np.array([2, 0]), np.array([1, 0], dtype=np.uint8), np.array([7, 8], dtype=np.uint8)),
+    )
+    assert tables_agree(t, message=True) == b"ab\x07ab\x08xy\xff\xfe\x01"
