@@ -16,6 +16,7 @@ from bytepair.core import jit
 @pytest.fixture(autouse=True)
 def _fresh_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     jit._ready.cache_clear()
+    jit._imports.cache_clear()
     jit._warn_once.cache_clear()
     monkeypatch.delenv(jit.KERNELS_ENV, raising=False)
 
@@ -82,3 +83,22 @@ def test_name_gives_numba_version_without_importing_it(tmp_path: Path) -> None:
     name, version, imported = proc.stdout.split()
     assert (name, imported) == ("numba", "False")
     assert version[0].isdigit()
+
+
+def test_broken_numba_falls_back_with_a_warning(tmp_path: Path) -> None:
+    """A numba that is found but fails to import (a mismatched llvmlite, say) means numpy,
+    with one warning, and compress/decompress still work."""
+    fake = tmp_path / "numba"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('llvmlite is too old')\n")
+    env = {**os.environ, "BYTEPAIR_KERNELS": "numba", "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ['PYTHONPATH']}"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    code = (
+        "import warnings; warnings.simplefilter('always'); import bytepair; "
+        "data = bytes(range(256)) * 4096; assert bytepair.decompress(bytepair.compress(data)) == data; print('ok')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.stdout.split() == ["ok"], proc.stderr
+    assert proc.stderr.count("KernelWarning") == 1 and "llvmlite is too old" in proc.stderr

@@ -57,7 +57,7 @@ def use_numba(nbytes: int) -> bool:
     mode = requested()
     if mode == "numpy" or (mode == "auto" and nbytes < MIN_COMPILED_BYTES):
         return False
-    return _ready(quiet=mode == "auto")
+    return _ready(quiet=mode == "auto") and _imports()
 
 
 def kernels_name() -> str:
@@ -87,6 +87,17 @@ def _ready(quiet: bool) -> bool:
     numba_config = sys.modules.get("numba.core.config")
     if numba_config is not None:  # imported before us: its config was read already
         numba_config.CACHE_DIR = str(cache_dir)  # type: ignore[attr-defined]
+    return True
+
+
+@functools.cache
+def _imports() -> bool:
+    """numba imports: an installed but broken numba (a mismatched llvmlite or numpy) means numpy."""
+    try:
+        import numba  # noqa: F401
+    except Exception as exc:
+        _warn_once(f"numba is installed but fails to import ({type(exc).__name__}: {exc}); using numpy")
+        return False
     return True
 
 
