@@ -132,8 +132,17 @@ def run_engine(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], param
 
 def _encode_blocks(
     data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params, engine: EngineRunner
+) -> PairTables:
+    """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask,
+    as the frame holds them (stored ones merged)."""
+    return _assemble(data, bounds, *_encode_with_escapes(data, bounds, params, engine))
+
+
+def _encode_with_escapes(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params, engine: EngineRunner
 ) -> tuple[EncodedBlocks, Escapes]:
-    """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask."""
+    """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask
+    (with ``escape_trial``, each block the smaller way)."""
     n_blocks = len(bounds) - 1
     if not params.escape_limit:
         return engine(data, bounds, params), Escapes.none(n_blocks)
@@ -145,7 +154,12 @@ def _encode_blocks(
     lengths = np.diff(bounds)[escaping]
     both_bounds = np.concatenate((bounds, len(data) + np.cumsum(lengths)))
     both = engine(np.concatenate((data, changed[concat_ranges(bounds[escaping], lengths)])), both_bounds, params)
-    costs = block_costs(both)
+    if jit.use_numba(len(data)):
+        from ..core.kernels import frame  # imports numba: only once the gate said yes
+
+        costs = frame.block_costs(both)
+    else:
+        costs = block_costs(both)
     use_escapes = np.zeros(n_blocks, dtype=np.bool_)
     use_escapes[escaping] = costs[n_blocks:] + esc.cost()[escaping] < costs[escaping]
     chosen = np.arange(n_blocks)
@@ -175,7 +189,7 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     best = b""
     for block_size, max_distinct in params.cuttings():
         bounds = split_blocks(data, block_size, max_distinct)
-        frame = _pack(data, bounds, *_encode_blocks(data, bounds, params, engine), content_crc)
+        frame = _pack(data, bounds, *_encode_with_escapes(data, bounds, params, engine), content_crc)
         if not best or len(frame) < len(best):
             best = frame
     return best, content_crc
