@@ -20,7 +20,14 @@ from ..core.escape import Escapes, find_escapes
 from ..core.expand import expand, node_budget
 from ..core.params import MAX_BLOCK_SIZE, Params
 from ..core.tables import PairTables, concat_ranges
-from .format import BLOCK_HEADER_SIZE, FrameHeader, code_set_sizes, pack_frame, unpack_frame_body
+from .format import (
+    BLOCK_HEADER_SIZE,
+    FrameHeader,
+    code_set_sizes,
+    frame_from_body,
+    pack_frame,
+    unpack_frame_body,
+)
 
 __all__ = ["FRAME_SIZE", "block_costs", "decode_frame", "encode_frame"]
 
@@ -126,24 +133,51 @@ def run_engine(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], param
 def _encode_blocks(
     data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params, engine: EngineRunner
 ) -> PairTables:
-    """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask."""
+    """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask,
+    as the frame holds them (stored ones merged)."""
+    return _assemble(data, bounds, *_encode_with_escapes(data, bounds, params, engine))
+
+
+def _encode_with_escapes(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params, engine: EngineRunner
+) -> tuple[EncodedBlocks, Escapes]:
+    """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask
+    (with ``escape_trial``, each block the smaller way)."""
     n_blocks = len(bounds) - 1
     if not params.escape_limit:
-        return _assemble(data, bounds, engine(data, bounds, params), Escapes.none(n_blocks))
+        return engine(data, bounds, params), Escapes.none(n_blocks)
     changed, esc = find_escapes(data, bounds, params.escape_limit)
     escaping = np.flatnonzero(esc.count)
     if not params.escape_trial or not len(escaping):
-        return _assemble(data, bounds, engine(changed, bounds, params), esc)
+        return engine(changed, bounds, params), esc
     # one engine run holds every block as it is, then the escaping ones changed
     lengths = np.diff(bounds)[escaping]
     both_bounds = np.concatenate((bounds, len(data) + np.cumsum(lengths)))
     both = engine(np.concatenate((data, changed[concat_ranges(bounds[escaping], lengths)])), both_bounds, params)
-    costs = block_costs(both)
+    if jit.use_numba(len(data)):
+        from ..core.kernels import frame  # imports numba: only once the gate said yes
+
+        costs = frame.block_costs(both)
+    else:
+        costs = block_costs(both)
     use_escapes = np.zeros(n_blocks, dtype=np.bool_)
     use_escapes[escaping] = costs[n_blocks:] + esc.cost()[escaping] < costs[escaping]
     chosen = np.arange(n_blocks)
     chosen[use_escapes] = n_blocks + np.flatnonzero(use_escapes[escaping])
-    return _assemble(data, bounds, both.take(chosen), esc.take(use_escapes))
+    return both.take(chosen), esc.take(use_escapes)
+
+
+def _pack(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: EncodedBlocks, esc: Escapes, content_crc: int
+) -> bytes:
+    """The frame of the blocks *enc* encoded: ``pack_frame(_assemble(...))``. Large inputs
+    take the compiled loop (``kernels.frame``) when ``jit.use_numba`` allows: the same bytes."""
+    if jit.use_numba(len(data)):
+        from ..core.kernels import frame  # imports numba: only once the gate said yes
+
+        body, n_blocks = frame.pack_frame_body(data, bounds, enc, esc, node_budget(len(data)))
+        return frame_from_body(body.data, n_blocks, len(data), content_crc)
+    return pack_frame(_assemble(data, bounds, enc, esc), content_crc)
 
 
 def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunner = run_engine) -> tuple[bytes, int]:
@@ -155,7 +189,7 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     best = b""
     for block_size, max_distinct in params.cuttings():
         bounds = split_blocks(data, block_size, max_distinct)
-        frame = pack_frame(_encode_blocks(data, bounds, params, engine), content_crc)
+        frame = _pack(data, bounds, *_encode_with_escapes(data, bounds, params, engine), content_crc)
         if not best or len(frame) < len(best):
             best = frame
     return best, content_crc

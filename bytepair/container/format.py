@@ -33,6 +33,7 @@ __all__ = [
     "FrameHeader",
     "StreamEnd",
     "code_set_sizes",
+    "frame_from_body",
     "max_body_size",
     "need",
     "pack_code_sets",
@@ -338,9 +339,14 @@ def pack_frame(t: PairTables, content_crc: int) -> bytes:
             t.payload.tobytes(),
         )
     )
-    header = _FRAME_HEADER.pack(KIND_FRAME, n_blocks, int(t.orig_len.sum()), len(body), content_crc)
+    return frame_from_body(body, n_blocks, int(t.orig_len.sum()), content_crc)
+
+
+def frame_from_body(body: bytes | memoryview, n_blocks: int, orig_size: int, content_crc: int) -> bytes:
+    """A frame's body with its header and the frame CRC put in front."""
+    header = _FRAME_HEADER.pack(KIND_FRAME, n_blocks, orig_size, len(body), content_crc)
     frame_crc = zlib.crc32(body, zlib.crc32(header))
-    return header + struct.pack("<I", frame_crc) + body
+    return b"".join((header, struct.pack("<I", frame_crc), body))
 
 
 def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int) -> PairTables:

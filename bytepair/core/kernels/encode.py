@@ -319,20 +319,20 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
     val[n] = END
     nxt[n] = n
     prv[n] = n
-    n_cells = 0  # distinct pairs, listed in cells
-    left = int(block[0])
+    for i in range(n):  # plain loops, which vectorise
+        val[i] = block[i]
     for i in range(n):
-        val[i] = left
         nxt[i] = i + 1
-        prv[i] = i - 1 if i > 0 else n
-        if i + 1 < n:
-            right = int(block[i + 1])
-            cell = left * 256 + right
-            if counts[cell] == 0:
-                cells[n_cells] = cell
-                n_cells += 1
-            counts[cell] += 1
-            left = right
+    for i in range(1, n):
+        prv[i] = i - 1
+    prv[0] = n
+    n_cells = 0  # distinct pairs, listed in cells: without a branch, which would guess wrong
+    for i in range(n - 1):
+        cell = int(block[i]) * 256 + int(block[i + 1])
+        c = counts[cell]
+        cells[n_cells] = cell
+        n_cells += c == 0
+        counts[cell] = c + 1
     symcount[block[n - 1]] = 1  # a value's count: the pairs it starts, and the last byte
 
     bound[:] = 0
@@ -352,7 +352,7 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
         run_at[cell] = n_index + 1  # where its next position goes, for now
         n_index += 1 + c
     for i in range(n - 1):  # every pair gets a run: no test, no branch
-        cell = val[i] * 256 + val[i + 1]
+        cell = int(block[i]) * 256 + int(block[i + 1])
         index[run_at[cell]] = i
         run_at[cell] += 1
     for t in range(n_cells):

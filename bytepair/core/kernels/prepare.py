@@ -35,19 +35,23 @@ def _split(data, block_size, max_distinct):  # type: ignore[no-untyped-def]
     n_starts = 1
     starts[0] = 0
     block = 1
-    distinct = 0
-    length = 0
-    for i in range(n):
-        if seen[data[i]] != block:
-            seen[data[i]] = block
-            distinct += 1
-        length += 1
-        if (distinct == max_distinct or length == block_size) and i + 1 < n:
-            starts[n_starts] = i + 1
+    lo = 0
+    while lo < n:  # one block: its bytes up to the size limit, counting new values without a branch
+        end = min(lo + block_size, n)
+        distinct = 0
+        i = lo
+        while i < end:
+            v = data[i]
+            distinct += seen[v] != block
+            seen[v] = block
+            i += 1
+            if distinct == max_distinct:
+                break
+        if i < n:
+            starts[n_starts] = i
             n_starts += 1
-            block += 1
-            distinct = 0
-            length = 0
+        block += 1
+        lo = i
     starts[n_starts] = n
     if n == 0:
         return starts[:1].copy()
