@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import unittest.mock
 from collections.abc import Callable, Iterator
@@ -23,6 +24,24 @@ SHARED = Path(os.environ.get("BYTEPAIR_SHARED", REPO.parent / "shared"))
 CORPUS = SHARED / "corpus"
 GAGE_VECTORS = TESTDATA / "gage"
 """Gage's own vectors (a copy of ../shared/gage-vectors with its MANIFEST): in the repo, so they never skip."""
+
+
+def gage_input(name: str) -> bytes:
+    """The input of Gage's vector *name* (``NAME.bin``). Four inputs are corpus files, which are
+    never copied into the repo: for those, Gage's own output is decoded and must match the input's
+    SHA-256 in the MANIFEST (so a broken decoder fails here, not silently)."""
+    path = GAGE_VECTORS / name
+    if path.exists():
+        return path.read_bytes()
+    from bytepair import gage
+
+    data = gage.decompress((GAGE_VECTORS / (name + ".gage")).read_bytes())
+    for line in (GAGE_VECTORS / "MANIFEST").read_text().splitlines():
+        fields = line.split("\t")
+        if fields[0] == name:
+            assert hashlib.sha256(data).hexdigest() == fields[2], f"{name}: Gage's output decodes to other bytes"
+            return data
+    raise AssertionError(f"{name} is not in testdata/gage/MANIFEST")
 
 
 def corpus_files(name: str) -> list[Path]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import bytepair
 from bytepair import gage
-from tests.helpers import GAGE_VECTORS
+from tests.helpers import GAGE_VECTORS, gage_input
 
 TEXT = b"the gage format has no header and no checksum, only blocks. " * 300
 
@@ -54,7 +54,7 @@ def test_gages_own_output_decodes(tmp_path: Path) -> None:
     (tmp_path / "f.bpe").write_bytes(vector.read_bytes())
     result = run("-d", "f.bpe", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "f").read_bytes() == (GAGE_VECTORS / "fields.c.bin").read_bytes()
+    assert (tmp_path / "f").read_bytes() == gage_input("fields.c.bin")
 
 
 def test_damaged_gage_file_is_one_line_error(tmp_path: Path) -> None:
