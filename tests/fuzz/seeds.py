@@ -154,7 +154,8 @@ def gage_seeds() -> list[Seed]:
     if GAGE_VECTORS.is_dir():
         for path in sorted(GAGE_VECTORS.glob("*.gage")):
             if path.stat().st_size <= MAX_VECTOR:
-                original = path.with_suffix("").read_bytes()
+                source = path.with_suffix("")  # inputs that are corpus files are not in the repo
+                original = source.read_bytes() if source.exists() else _gage.decompress(path.read_bytes())
                 seeds.append(Seed(f"vector-{path.stem}", "gage", original, path.read_bytes()))
     return seeds
 
