@@ -539,6 +539,15 @@ def test_refuses_to_write_compressed_data_to_a_terminal(tmp_path: Path) -> None:
     assert (status, shown) == (0, b"plain words")
 
 
+def test_decompressing_to_a_terminal_writes_the_data_alone(tmp_path: Path, kernels: str) -> None:
+    """A large input loads the compiled kernels; numba's colorama hook once wrote an escape code
+    to a terminal at exit, after the data (no newlines: a terminal turns them into CRLF)."""
+    data = b"plain words " * 20_000
+    status, shown, err = run_on_pty(["-d"], tmp_path, "stdout", input=bytepair.compress(data))
+    assert (status, err) == (0, b"")
+    assert shown == data
+
+
 def test_refuses_to_read_compressed_data_from_a_terminal(tmp_path: Path) -> None:
     for args in (["-d"], ["-t"], ["-l"], ["-d", "-"]):
         status, _, err = run_on_pty(args, tmp_path, "stdin")

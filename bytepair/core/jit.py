@@ -84,6 +84,9 @@ def _ready(quiet: bool) -> bool:
         )
         return False
     os.environ["NUMBA_CACHE_DIR"] = str(cache_dir)
+    # numba colours its error messages through colorama where that is installed, whose exit
+    # handler then writes an escape code to a terminal standard output: into `bytepair -d`'s output
+    os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
     numba_config = sys.modules.get("numba.core.config")
     if numba_config is not None:  # imported before us: its config was read already
         numba_config.CACHE_DIR = str(cache_dir)  # type: ignore[attr-defined]
