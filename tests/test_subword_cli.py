@@ -120,3 +120,19 @@ def test_same_codes_as_the_subword_nmt_command(tmp_path: Path) -> None:
     )
     assert main(["subword", "apply", "-c", str(ours), "-i", str(source), "-o", str(applied_ours)]) == 0
     assert applied_ours.read_bytes() == applied_theirs.read_bytes()
+
+
+def test_learn_draws_its_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    """A terminal on standard error gets the redrawn ``learn: merge i/N`` line, erased at the end;
+    a pipe gets nothing."""
+    from tests.test_cli import run_on_pty
+
+    (tmp_path / "in.txt").write_text("low lower lowest newer wider " * 200)
+    args = ["subword", "learn", "-s", "5", "-i", "in.txt", "-o", "codes"]
+    status, shown, _ = run_on_pty(args, tmp_path, "stderr")
+    assert status == 0
+    assert b"\rlearn: merge " in shown and b"/5 (count " in shown
+    assert shown.endswith(b"\r\x1b[K")
+    piped = subprocess.run([sys.executable, "-m", "bytepair", *args], cwd=tmp_path, capture_output=True, timeout=60)
+    assert (piped.returncode, piped.stderr) == (0, b"")
+    assert (tmp_path / "codes").read_text().startswith("#version: 0.2\n")

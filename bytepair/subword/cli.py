@@ -14,12 +14,12 @@ import itertools
 import signal
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..cli.progress import TerminalLine
 from .errors import SubwordError
 from .learn import learn, learn_merges, word_symbols
 from .tokenizer import Tokenizer
@@ -121,24 +121,16 @@ def _learn(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Meter:
+class _Meter(TerminalLine):
     """``merge 1234/32000 (count 57)`` redrawn on a terminal at most ten times a second; nothing elsewhere."""
 
     def __init__(self, total: int, stream: TextIO | None) -> None:
-        self._total, self._stream, self._next, self._drawn = total, stream, 0.0, False
+        super().__init__(stream, first_after=0.0)
+        self._total = total
 
     def __call__(self, done: int, count: int) -> None:
-        if self._stream is None or time.monotonic() < self._next:
-            return
-        self._next = time.monotonic() + 0.1
-        self._stream.write(f"\rlearn: merge {done}/{self._total} (count {count})\x1b[K")
-        self._stream.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self._stream is not None and self._drawn:
-            self._stream.write("\r\x1b[K")
-            self._stream.flush()
+        if self.due():
+            self.draw(f"learn: merge {done}/{self._total} (count {count})")
 
 
 def _lines(stream: TextIO) -> Iterator[str]:
