@@ -8,6 +8,7 @@ import os
 import unittest.mock
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,18 +150,21 @@ DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
 
 
 def record_pools(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
-    """The worker count of every pool the parallel pipeline asks for, from now on, and
-    whether its workers are threads (the pools are real): a test can see that work
-    reached a worker, and what kind."""
-    asked: list[tuple[int, bool]] = []
-    real_pool = bytepair.io.parallel._shared_pool
+    """Every work queue of the parallel pipeline that starts its workers from now on: how many
+    workers besides the caller's thread, and whether they are threads. Recorded when the queue
+    starts them, which is certain; which thread then runs each job is a race (the caller's
+    thread runs waiting jobs while it waits, and a fast kernel may leave a worker nothing)."""
+    started: list[tuple[int, bool]] = []
+    queue = bytepair.io.parallel._WorkQueue
+    real_put = queue.put
 
-    def recording_pool(workers: int, in_threads: bool) -> object:
-        asked.append((workers, in_threads))
-        return real_pool(workers, in_threads)
+    def put(self: Any, job: Callable[..., Any], *args: Any) -> int:
+        if not self._feeders:
+            started.append((self.n_feeders, self.in_threads))
+        return real_put(self, job, *args)
 
-    monkeypatch.setattr(bytepair.io.parallel, "_shared_pool", recording_pool)
-    return asked
+    monkeypatch.setattr(queue, "put", put)
+    return started
 
 
 KERNEL_PATHS = ("numpy", "numba")
