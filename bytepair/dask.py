@@ -6,9 +6,10 @@ file and how many original bytes it holds. ``read_text(..., blocksize=...)``
 lists a file's frame headers (``bytepair.container.listing.list_frames``, no
 bodies read), cuts the list into runs of about *blocksize* compressed bytes,
 and gives each run to a task that reads just those bytes and decodes just those
-frames. A line that straddles a cut goes whole to the partition holding its
-end: the bytes after the last newline of a partition are handed on (a small
-task per partition) to the next, so no task decodes a frame outside its run.
+frames, as ``dask.bag.read_text`` cuts a plain file: a line belongs to the
+partition where it starts, and the task reads on into the frames that follow
+only as far as that last line goes (one frame, unless a line is longer). No task
+waits for another, so the partitions decode in parallel wherever they run.
 
 Importing this module registers ``compression="bytepair"`` with fsspec, so its
 tasks need nothing else on the workers; ``register_on(client)`` does it for
@@ -119,13 +120,17 @@ def read_text(
     name = "bytepair-read-text-" + token
     graph = {}
     out = 0
-    for pieces in files:
-        for k, piece in enumerate(pieces):
-            decoded, carry = (f"bytepair-decode-{token}", out), (f"bytepair-carry-{token}", out)
-            graph[decoded] = (_decode_piece, fs, piece)
-            # a file's first piece starts a line; any other one gets the line left open by the one before
-            graph[carry] = (_carry_in, (carry[0], out - 1), (decoded[0], out - 1)) if k else b""
-            graph[(name, out)] = (_lines_of_piece, carry, decoded, k == len(pieces) - 1, encoding)
+    for number, pieces in enumerate(files):
+        # every frame of the file, held once on the cluster: a task may need those after its own
+        frames = (f"bytepair-frames-{token}", number)
+        graph[frames] = tuple(frame for piece in pieces for frame in piece.frames)
+        lo = 0
+        for piece in pieces:
+            hi = lo + len(piece.frames)
+            decoded = (f"bytepair-decode-{token}", out)
+            graph[decoded] = (_decode_lines, fs, piece.path, frames, lo, hi)
+            graph[(name, out)] = (_lines_of, decoded, encoding)
+            lo = hi
             out += 1
     return dask.bag.Bag(HighLevelGraph.from_collections(name, graph), name, out)
 
@@ -179,38 +184,55 @@ def _cut(fs: Any, path: str, blocksize: int) -> list[Piece]:
     return pieces
 
 
-def _decode_piece(fs: Any, piece: Piece) -> Decoded:
-    """Read the piece's compressed bytes in one request and decode its frames (headers were checked by ``_cut``)."""
-    if not piece.frames:
+def _decode_lines(fs: Any, path: str, frames: Sequence[FrameEntry], lo: int, hi: int) -> Decoded:
+    """The lines of the original bytes of ``frames[lo:hi]``, whole, cut as ``dask.bag.read_text``
+    cuts a plain file: the first piece of a file starts at its first byte, any other just after
+    its first newline; the end moves on to the first newline after the piece, reading the
+    frames that follow as far as that (one, unless a line is longer than a frame)."""
+    if lo == hi:
         return Decoded(b"", 0)
-    start = piece.frames[0].offset
+    data = _decode_frames(fs, path, frames[lo:hi])
+    start = 0
+    if lo:
+        start = data.find(b"\n") + 1
+        if not start:  # no line starts here: the piece lies inside a line that an earlier partition reads
+            return Decoded(b"", hi - lo)
+    parts: list[bytes | memoryview] = [memoryview(data)[start:]]
+    more = hi
+    # a line that starts right after the piece's last byte is this partition's too (the next
+    # one skips to its first newline), so a piece ending in a newline reads on as well
+    while more < len(frames):
+        following = _decode_frames(fs, path, frames[more : more + 1])
+        more += 1
+        end = following.find(b"\n") + 1
+        if end:
+            parts.append(memoryview(following)[:end])
+            break
+        parts.append(following)
+    return Decoded(b"".join(parts), more - lo)
+
+
+def _decode_frames(fs: Any, path: str, frames: Sequence[FrameEntry]) -> bytes:
+    """Read consecutive frames' compressed bytes in one request and decode them (``_cut`` checked their headers)."""
+    start = frames[0].offset
+    end = frames[-1].offset + frames[-1].size
     try:
-        blob = memoryview(fs.cat_file(piece.path, start=start, end=start + piece.compressed_size))
+        blob = memoryview(fs.cat_file(path, start=start, end=end))
         parts = []
-        for frame in piece.frames:
+        for frame in frames:
             record = blob[frame.offset - start : frame.offset - start + frame.size]
             if len(record) < frame.size:
                 raise TruncatedDataError(f"data ends inside frame {frame.index} at byte {frame.offset}")
             header = unpack_frame_header(record, 0, frame.index)
             body = record[FRAME_HEADER_SIZE:]
-            parts.append(decode_frame(header, body, frame.index, frame.first_block).tobytes())
+            parts.append(decode_frame(header, body, frame.index, frame.first_block).data)
     except BytePairError as exc:
-        raise type(exc)(f"{_where(fs, piece.path)}: {exc}") from None
-    return Decoded(b"".join(parts), len(parts))
+        raise type(exc)(f"{_where(fs, path)}: {exc}") from None
+    return b"".join(parts)
 
 
-def _carry_in(carried: bytes, before: Decoded) -> bytes:
-    """The start of the line that is still open after *before*'s piece (with what reached that piece)."""
-    last = before.data.rfind(b"\n")
-    return carried + before.data if last < 0 else before.data[last + 1 :]
-
-
-def _lines_of_piece(carried: bytes, piece: Decoded, last: bool, encoding: str) -> list[str]:
-    """The lines that end in this piece (in the last piece, the file's last line too); *carried* opens the first."""
-    stop = len(piece.data) if last else piece.data.rfind(b"\n") + 1
-    if not stop and not last:
-        return []  # no line ends here: all of it goes on to the next piece
-    return _lines(carried + piece.data[:stop], encoding)
+def _lines_of(decoded: Decoded, encoding: str) -> list[str]:
+    return _lines(decoded.data, encoding)
 
 
 def _lines(data: bytes, encoding: str) -> list[str]:

@@ -183,3 +183,31 @@ def use_kernels(path: str, monkeypatch: pytest.MonkeyPatch) -> str:
 def compiled(path: str) -> bool:
     """Whether bytepair takes the compiled path, given the ``kernels`` fixture's *path*."""
     return path == "numba"
+
+
+def frames_each_split_task_decodes(content: bytes, pieces: Any) -> list[int]:
+    """How many frames each task of ``bytepair.dask.read_text(..., blocksize=...)`` should decode,
+    worked out from the original bytes and the frames' places in them (the pieces of
+    ``bytepair.dask.plan`` for one file): its own frames, except that a piece after the first
+    with no newline stops there, any other reads on through the frames up to the one holding
+    the first newline after its own bytes (or the last one)."""
+    frames = [frame for piece in pieces for frame in piece.frames]
+    counts = []
+    lo = 0
+    for piece in pieces:
+        hi = lo + len(piece.frames)
+        if lo == hi:
+            counts.append(0)
+            continue
+        start = frames[lo].original_offset
+        end = frames[hi - 1].original_offset + frames[hi - 1].original_size
+        own = content[start:end]
+        more = hi
+        if not (lo and b"\n" not in own):
+            newline = content.find(b"\n", end)
+            stop = len(content) if newline < 0 else newline + 1
+            while more < len(frames) and frames[more].original_offset < stop:
+                more += 1
+        counts.append(more - lo)
+        lo = hi
+    return counts

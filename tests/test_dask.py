@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bytepair
-from tests.helpers import frame_size
+from tests.helpers import frame_size, frames_each_split_task_decodes
 
 dask = pytest.importorskip("dask", reason="the Dask reader needs dask[bag] (bytepair[dask])")
 pytest.importorskip("dask.bag", reason="the Dask reader needs dask[bag] (bytepair[dask])")
@@ -65,7 +65,7 @@ def test_split_reads_the_same_lines(tmp_path: Path, blocksize: int | str) -> Non
     assert bag.compute(scheduler="sync") == _expected(text)
 
 
-def test_each_task_decodes_only_its_frames(tmp_path: Path) -> None:
+def test_each_task_decodes_its_frames_and_those_its_last_line_runs_into(tmp_path: Path) -> None:
     text = _text(1)
     blob = _write(tmp_path / "a.txt.bp", text)
     pieces = bytepair.dask.plan(str(tmp_path / "a.txt.bp"), blocksize=3 * FRAME)
@@ -75,18 +75,22 @@ def test_each_task_decodes_only_its_frames(tmp_path: Path) -> None:
     assert len(pieces) > 3
     bag = bytepair.dask.read_text(str(tmp_path / "a.txt.bp"), blocksize=3 * FRAME)
     assert bag.npartitions == len(pieces)
-    assert _decoded_frames(bag) == [len(p.frames) for p in pieces]
+    expected = frames_each_split_task_decodes(text.encode(), pieces)
+    assert _decoded_frames(bag) == expected
+    # a task reads one frame past its own where its last line goes on (the long line: see the next test)
+    assert [e - len(p.frames) for e, p in zip(expected, pieces, strict=True)].count(1) >= len(pieces) // 2
 
 
-def test_a_straddling_line_goes_whole_to_the_partition_of_its_end(tmp_path: Path) -> None:
+def test_a_straddling_line_goes_whole_to_the_partition_of_its_start(tmp_path: Path) -> None:
     text = "short\n" + "x" * 10_000 + "\nend\n"
     _write(tmp_path / "a.txt.bp", text, frame=1000)
     bag = bytepair.dask.read_text(str(tmp_path / "a.txt.bp"), blocksize=1)
     partitions = [list(part.compute(scheduler="sync")) for part in bag.to_delayed()]
     assert bag.npartitions == 11  # one frame each
-    assert partitions[0] == ["short\n"]
-    assert partitions[10] == ["x" * 10_000 + "\n", "end\n"]
+    assert partitions[0] == ["short\n", "x" * 10_000 + "\n"]
     assert all(p == [] for p in partitions[1:10])
+    assert partitions[10] == ["end\n"]
+    assert _decoded_frames(bag) == [11] + [1] * 10  # the first reads on to the long line's end
 
 
 def test_several_files_several_streams(tmp_path: Path) -> None:
@@ -183,4 +187,5 @@ def test_any_cut_reads_the_lines_of_the_whole(
     _write(tmp_path / "a.txt.bp", text, frame=frame)
     bag = bytepair.dask.read_text(str(tmp_path / "a.txt.bp"), blocksize=blocksize)
     assert bag.compute(scheduler="sync") == _expected(text)
-    assert _decoded_frames(bag) == [len(p.frames) for p in bytepair.dask.plan(str(tmp_path / "a.txt.bp"), blocksize)]
+    pieces = bytepair.dask.plan(str(tmp_path / "a.txt.bp"), blocksize)
+    assert _decoded_frames(bag) == frames_each_split_task_decodes(text.encode(), pieces)
