@@ -6,7 +6,6 @@ stored or encoded blocks -> container, and container -> decoder -> checked bytes
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -20,6 +19,7 @@ from ..core.escape import Escapes, find_escapes
 from ..core.expand import expand, node_budget
 from ..core.params import MAX_BLOCK_SIZE, Params
 from ..core.tables import PairTables, concat_ranges
+from .crc import crc32
 from .format import (
     BLOCK_HEADER_SIZE,
     FrameHeader,
@@ -185,7 +185,7 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
 
     Each of the level's cuttings into blocks is tried and the smallest frame kept.
     """
-    content_crc = zlib.crc32(data.data)
+    content_crc = crc32(data)
     best = b""
     for block_size, max_distinct in params.cuttings():
         bounds = split_blocks(data, block_size, max_distinct)
@@ -206,6 +206,6 @@ def decode_frame(
         out = decode.decode_frame_body(header, body, frame_index, first_block)
     else:
         out = expand(unpack_frame_body(header, body, frame_index, first_block))
-    if zlib.crc32(out.data) != header.content_crc:
+    if crc32(out) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out

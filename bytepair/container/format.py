@@ -18,7 +18,7 @@ import numpy.typing as npt
 from .._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
 from ..core.escape import Escapes
 from ..core.tables import PairTables, concat_ranges, run_edges
-from .crc import crc32_combine
+from .crc import crc32, crc32_combine
 
 __all__ = [
     "BLOCK_HEADER_SIZE",
@@ -345,14 +345,14 @@ def pack_frame(t: PairTables, content_crc: int) -> bytes:
 def frame_from_body(body: bytes | memoryview, n_blocks: int, orig_size: int, content_crc: int) -> bytes:
     """A frame's body with its header and the frame CRC put in front."""
     header = _FRAME_HEADER.pack(KIND_FRAME, n_blocks, orig_size, len(body), content_crc)
-    frame_crc = zlib.crc32(body, zlib.crc32(header))
+    frame_crc = crc32(body, zlib.crc32(header))
     return b"".join((header, struct.pack("<I", frame_crc), body))
 
 
 def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int) -> PairTables:
     """Check a frame's body against its header and CRC, and split it into columns."""
     where = f"frame {frame_index}"
-    if zlib.crc32(body, zlib.crc32(h.header)) != h.frame_crc:
+    if crc32(body, zlib.crc32(h.header)) != h.frame_crc:
         raise CorruptDataError(f"{where}: compressed data is corrupt (frame checksum mismatch)")
     nb = h.n_blocks
     raw = np.frombuffer(body, dtype=np.uint8)

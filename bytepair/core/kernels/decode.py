@@ -42,6 +42,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ..._errors import CorruptDataError
+from ...container.crc import crc32
 from ...container.format import _CODES_PER_RUN as CODES_PER_RUN
 from ...container.format import CODE_SET_BITMAP, MAX_RUNS, FrameHeader
 from ..escape import Escapes
@@ -475,7 +476,7 @@ def decode_frame_body(
     header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
 ) -> npt.NDArray[np.uint8]:
     """``expand(unpack_frame_body(...))``, compiled: the frame's bytes (its content CRC not checked yet)."""
-    if zlib.crc32(body, zlib.crc32(header.header)) != header.frame_crc:
+    if crc32(body, zlib.crc32(header.header)) != header.frame_crc:
         raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
     raw = _bytes(np.frombuffer(body, dtype=np.uint8))
     status = np.zeros(5, dtype=np.int64)

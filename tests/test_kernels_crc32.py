@@ -1,0 +1,81 @@
+"""The carry-less multiply CRC-32 (``core.kernels.crc32``) against ``zlib.crc32``, and the
+``container.crc.crc32`` that chooses between them."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bytepair.container import crc
+from bytepair.core import jit
+from tests.helpers import KERNEL_PATHS, use_kernels
+
+pytest.importorskip("numba", reason="the compiled kernels need numba (pip install 'bytepair[fast]')")
+if not jit._ready(quiet=True):  # sets numba's cache directory up before numba is imported
+    pytest.skip("numba has no writable cache directory here", allow_module_level=True)
+
+from bytepair.core.kernels import crc32 as compiled  # noqa: E402
+
+if not compiled.AVAILABLE:
+    pytest.skip("this CPU (as numba compiles for it) has no carry-less multiply", allow_module_level=True)
+
+STARTS = [0, 1, 0xFFFFFFFF, 0x12345678]
+
+
+def _bytes(n: int, seed: int) -> bytes:
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 15, 16, 63, 64, 65, 127, 128, 191, 192, 255, 256, 257, 4096, 65_537])
+def test_every_length_around_the_folds(n: int) -> None:
+    data = _bytes(n, n)
+    for value in STARTS:
+        assert compiled.crc32(np.frombuffer(data, np.uint8), value) == zlib.crc32(data, value)
+
+
+def test_zeros_ones_and_a_large_buffer() -> None:
+    for data in (bytes(1000), b"\xff" * 1000, _bytes(3 << 20, 7)):
+        assert compiled.crc32(np.frombuffer(data, np.uint8)) == zlib.crc32(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=700), st.integers(0, 2**32 - 1), st.integers(0, 17))
+def test_any_bytes_any_start_any_alignment(data: bytes, value: int, skip: int) -> None:
+    view = np.frombuffer(data, np.uint8)[skip:]  # read-only, at any offset from an aligned start
+    assert compiled.crc32(view, value) == zlib.crc32(data[skip:], value)
+
+
+def test_a_run_continues_from_its_parts() -> None:
+    data = _bytes(10_000, 3)
+    head = compiled.crc32(np.frombuffer(data[:4567], np.uint8))
+    assert compiled.crc32(np.frombuffer(data[4567:], np.uint8), head) == zlib.crc32(data)
+
+
+@pytest.mark.parametrize("path", KERNEL_PATHS)
+def test_the_chooser_gives_zlibs_value_on_both_paths(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_kernels(path, monkeypatch)
+    for n in (0, 100, crc._FAST_MIN - 1, crc._FAST_MIN, 100_000):
+        data = _bytes(n, n)
+        for buf in (data, memoryview(data), np.frombuffer(data, np.uint8), bytearray(data)):
+            assert crc.crc32(buf, 99) == zlib.crc32(data, 99)
+
+
+def test_the_chooser_takes_the_kernel_on_the_compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = compiled.crc32
+
+    def counted(data: np.ndarray, value: int = 0) -> int:
+        calls.append(len(data))
+        return int(real(data, value))
+
+    monkeypatch.setattr(compiled, "crc32", counted)
+    data = _bytes(crc._FAST_MIN, 1)
+    use_kernels("numpy", monkeypatch)
+    assert crc.crc32(data) == zlib.crc32(data) and calls == []
+    use_kernels("numba", monkeypatch)
+    assert crc.crc32(data[:-1]) == zlib.crc32(data[:-1]) and calls == []  # too short to pay
+    assert crc.crc32(data) == zlib.crc32(data) and calls == [crc._FAST_MIN]
