@@ -1,7 +1,7 @@
 """CRC-32 (as ``zlib.crc32``): of a buffer, and of a concatenation from the CRCs of its parts.
 
 :func:`crc32` is ``zlib.crc32``, computed on the compiled path by the carry-less
-multiply kernel (``core.kernels.crc32``, about 8x zlib's speed) where the CPU has
+multiply kernel (``core.kernels.crc32``, 4-6x zlib's speed) where the CPU has
 one. Each frame carries the CRC of its own content; :func:`crc32_combine` gives
 the CRC of the whole stream from them without a second pass over the output.
 This is zlib's ``crc32_combine`` (polynomial arithmetic modulo the CRC polynomial).

@@ -1,10 +1,10 @@
-"""CRC-32 (the value of ``zlib.crc32``) with the CPU's carry-less multiply, about 8x zlib's speed.
+"""CRC-32 (the value of ``zlib.crc32``) with the CPU's carry-less multiply, 4-6x zlib's speed.
 
 Every frame is checked twice with CRC-32 (its body, and the content it decodes
 to), and zlib's table-driven CRC reads about 2-4.5 bytes a nanosecond here: a
 fifth of the compiled decoder's time. x86-64 processors since 2010 multiply
 polynomials over GF(2) in one instruction (PCLMULQDQ), which folds 16 bytes at a
-time instead of one; see Gopal et al., "Fast CRC Computation for Generic
+time instead of one (``benchmarks/crc32.py``); see Gopal et al., "Fast CRC Computation for Generic
 Polynomials Using PCLMULQDQ Instruction" (Intel, 2009). How it works:
 
 * CRC-32 is the remainder of the message, as a polynomial, times ``x^32``,
