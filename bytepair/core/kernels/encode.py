@@ -212,7 +212,8 @@ def _encode_block(  # type: ignore[no-untyped-def]
     (merges, fresh ones)."""
     n = len(block)
     symcount = np.zeros(256, dtype=np.int64)  # how often each value occurs now
-    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells)
+    # scratch holds the occurrences of a chosen pair later: until then, each pair's rank
+    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, scratch)
     fresh = np.empty(256, dtype=np.int64)  # values absent from the block, highest first
     n_free = 0
     for v in range(255, -1, -1):
@@ -312,9 +313,11 @@ def _encode_block(  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells):  # type: ignore[no-untyped-def]
+def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, rank):  # type: ignore[no-untyped-def]
     """Link the block's positions, count its values and pairs, and list every pair's
-    positions in order (a run of *index* each)."""
+    positions in order (a run of *index* each). Each pair's *rank* among its pair's
+    occurrences, noted while counting, gives its place in the run, so the listing only
+    reads *run_at* (a running end per run, read and written per pair, was slower)."""
     n = len(block)
     val[n] = END
     nxt[n] = n
@@ -331,6 +334,7 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
         cell = int(block[i]) * 256 + int(block[i + 1])
         c = counts[cell]
         cells[n_cells] = cell
+        rank[i] = c
         n_cells += c == 0
         counts[cell] = c + 1
     symcount[block[n - 1]] = 1  # a value's count: the pairs it starts, and the last byte
@@ -349,15 +353,11 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
             arg[row] = col
         symcount[row] += c
         index[n_index] = c  # a run: its length, then its positions, filled below
-        run_at[cell] = n_index + 1  # where its next position goes, for now
+        run_at[cell] = n_index
         n_index += 1 + c
     for i in range(n - 1):  # every pair gets a run: no test, no branch
         cell = int(block[i]) * 256 + int(block[i + 1])
-        index[run_at[cell]] = i
-        run_at[cell] += 1
-    for t in range(n_cells):
-        cell = cells[t]
-        run_at[cell] -= 1 + counts[cell]  # back to the run's header
+        index[run_at[cell] + 1 + rank[i]] = i
 
 
 @numba.njit(cache=True, nogil=True)
