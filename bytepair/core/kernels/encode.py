@@ -514,65 +514,70 @@ def _replace(  # type: ignore[no-untyped-def]
     to (prev, code) and (code, next): a count falling from its row's bound makes the row
     stale, a count rising above it raises it. The pairs made are appended to *made*
     (``made_end`` says where each side ends): side 0 (prev, code) by prev's position,
-    side 1 (code, next) by the match's, with the other symbol in *made_sym*."""
-    # unsigned symbols as indices: numba then needs no check for negative ones
-    a = np.uint16(a)
-    z = np.uint16(z)
-    code = np.uint16(code)
-    table = counts.reshape((256, 256))
-    n_before = made_end[0]
-    n_after = made_end[1]
+    side 1 (code, next) by the match's, with the other symbol in *made_sym*.
+
+    Every index is unsigned and every array one-dimensional: numba then checks no index
+    for wrap-around and multiplies no runtime stride, which left the loop short of
+    registers (it reloaded them from the stack all along)."""
+    a = np.uint64(a)
+    z = np.uint64(z)
+    code = np.uint64(code)
+    n = np.uint64(n)
+    az = (a << 8) | z
+    before, before_sym, after, after_sym = made[0], made_sym[0], made[1], made_sym[1]
+    n_before = np.uint64(made_end[0])
+    n_after = np.uint64(made_end[1])
     matches = 0
     for e in range(len(places)):
-        i = places[e]
+        i = np.uint64(places[e])
         if val[i] != a:
             continue  # merged away, or the right half of the match before (aaa)
-        j = nxt[i]
+        j = np.uint64(nxt[i])
         if val[j] != z:
             continue
-        p = prv[i]
-        q = nxt[j]
+        p = np.uint64(prv[i])
+        q = np.uint64(nxt[j])
 
-        c = table[a, z]
+        c = counts[az]
         if c == bound[a]:
             stale[a] = True
-        table[a, z] = c - 1
+        counts[az] = c - 1
 
         if p != n:  # (prev, a) becomes (prev, code)
-            x = val[p]
-            c = table[x, a]
+            x = np.uint64(val[p])
+            c = counts[(x << 8) | a]
             if c == bound[x]:
                 stale[x] = True
-            table[x, a] = c - 1
-            c = np.int64(table[x, code]) + 1
-            table[x, code] = c
+            counts[(x << 8) | a] = c - 1
+            c = np.int64(counts[(x << 8) | code]) + 1
+            counts[(x << 8) | code] = c
             if c > bound[x]:  # the row's true maximum, in this column alone
                 bound[x] = c
                 arg[x] = code
                 stale[x] = False
-            elif c == bound[x] and code < arg[x]:
+            elif c == bound[x] and np.int64(code) < arg[x]:  # signed against signed: no float
                 arg[x] = code
-            made[0, n_before] = p
-            made_sym[0, n_before] = x
-            n_before += 1
+            before[n_before] = p
+            before_sym[n_before] = x
+            n_before += np.uint64(1)
 
         if q != n:  # (z, next) becomes (code, next)
-            y = val[q]
-            c = table[z, y]
+            y = np.uint64(val[q])
+            c = counts[(z << 8) | y]
             if c == bound[z]:
                 stale[z] = True
-            table[z, y] = c - 1
-            c = np.int64(table[code, y]) + 1
-            table[code, y] = c
+            counts[(z << 8) | y] = c - 1
+            c = np.int64(counts[(code << 8) | y]) + 1
+            counts[(code << 8) | y] = c
             if c > bound[code]:
                 bound[code] = c
                 arg[code] = y
                 stale[code] = False
-            elif c == bound[code] and y < arg[code]:
+            elif c == bound[code] and np.int64(y) < arg[code]:
                 arg[code] = y
-            made[1, n_after] = i
-            made_sym[1, n_after] = y
-            n_after += 1
+            after[n_after] = i
+            after_sym[n_after] = y
+            n_after += np.uint64(1)
 
         val[i] = code
         val[j] = DEAD
