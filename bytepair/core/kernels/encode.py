@@ -391,14 +391,14 @@ def _best_rows(counts, bound, arg, stale, depth, max_depth, floor, top, top_coun
             best = max(best, keys[row])
         if best < low:
             break
-        row = 255 - (best & 255)
-        if stale[row]:
-            _rescan(counts, bound, arg, stale, row)
-            keys[row] = (np.int32(bound[row]) << 8) | (255 - row)
+        best_row = 255 - (best & 255)
+        if stale[best_row]:
+            _rescan(counts, bound, arg, stale, best_row)
+            keys[best_row] = (np.int32(bound[best_row]) << 8) | (255 - best_row)
             continue
-        top[t] = row
+        top[t] = best_row
         top_count[t] = best >> 8
-        keys[row] = 0
+        keys[best_row] = 0
         t += 1
 
 
