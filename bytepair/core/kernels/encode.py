@@ -284,11 +284,13 @@ def _encode_block(  # type: ignore[no-untyped-def]
             else:  # made as (a, next): side 1 of a, where next was z
                 lo, hi = made_at[a, 1, 0], made_at[a, 1, 1]
                 places = _select(made[1, lo:hi], made_sym[1, lo:hi], z, scratch)
-            made_at[c, :, 0] = made_end
+            made_at[c, 0, 0] = made_end[0]  # scalars: a slice assignment here cost 1.5%
+            made_at[c, 1, 0] = made_end[1]
             step_made[m] = _replace(
                 a, z, c, n, val, nxt, prv, counts, bound, arg, stale, places, made, made_sym, made_end
             )
-            made_at[c, :, 1] = made_end
+            made_at[c, 0, 1] = made_end[0]
+            made_at[c, 1, 1] = made_end[1]
             born[c] = step * 64 + m
 
         for m in range(n_step):
