@@ -333,13 +333,18 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
         prv[i] = i - 1
     prv[0] = n
     n_cells = 0  # distinct pairs, listed in cells: without a branch, which would guess wrong
+    last = -1  # the cell of the pair before, and its count after it
+    last_c = 0
     for i in range(n - 1):
         cell = int(block[i]) * 256 + int(block[i + 1])
-        c = counts[cell]
+        # in a run (aaaa) the count just stored: from a register, not from the store
+        c = last_c if cell == last else int(counts[cell])
         cells[n_cells] = cell
         rank[i] = c
         n_cells += c == 0
         counts[cell] = c + 1
+        last = cell
+        last_c = c + 1
     symcount[block[n - 1]] = 1  # a value's count: the pairs it starts, and the last byte
 
     bound[:] = 0
