@@ -37,7 +37,7 @@ def compress(
         escape_limit=escape_limit,
         threads=threads,
     )
-    return compressor.compress(data) + compressor.flush()
+    return compressor._compress_once(data)
 
 
 def decompress(data: object, *, max_length: int | None = None) -> bytes:

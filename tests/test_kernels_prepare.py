@@ -33,14 +33,17 @@ def assert_same(data: npt.NDArray[np.uint8], block_size: int, max_distinct: int,
     bounds = split_blocks(data, block_size, max_distinct)
     got = compiled.split_blocks(data, block_size, max_distinct)
     assert got.dtype == bounds.dtype and np.array_equal(got, bounds)
+    one_pass = compiled.split_and_find_escapes(data, block_size, max_distinct, limit)
+    assert one_pass[0].dtype == bounds.dtype and np.array_equal(one_pass[0], bounds)
     if not len(data):
+        assert not len(one_pass[1]) and not len(one_pass[2].count)
         return
     changed, esc = find_escapes(data, bounds, limit)
-    got_changed, got_esc = compiled.find_escapes(data, bounds, limit)
-    assert np.array_equal(got_changed, changed)
-    for name in ("count", "mark", "literals"):
-        want, have = getattr(esc, name), getattr(got_esc, name)
-        assert have.dtype == want.dtype and np.array_equal(have, want), name
+    for got_changed, got_esc in (compiled.find_escapes(data, bounds, limit), one_pass[1:]):
+        assert got_changed.dtype == changed.dtype and np.array_equal(got_changed, changed)
+        for name in ("count", "mark", "literals"):
+            want, have = getattr(esc, name), getattr(got_esc, name)
+            assert have.dtype == want.dtype and np.array_equal(have, want), name
 
 
 @pytest.mark.parametrize(("block_size", "max_distinct"), CUTTINGS)
@@ -54,7 +57,7 @@ def test_inputs(kind: str, block_size: int, max_distinct: int) -> None:
         "text": np.frombuffer(b"the cat sat on the mat \xe9\xfc\x01. " * 1000, dtype=np.uint8),
         "every value": np.tile(np.arange(256, dtype=np.uint8), 100),
     }[kind]
-    for limit in (1, 10, 1000):
+    for limit in (0, 1, 10, 1000):
         assert_same(data, block_size, max_distinct, limit)
 
 
@@ -63,7 +66,7 @@ def test_inputs(kind: str, block_size: int, max_distinct: int) -> None:
     data=blocky_bytes(max_size=20_000),
     block_size=st.integers(1, 5000),
     max_distinct=st.integers(1, 255),
-    limit=st.integers(1, 50),
+    limit=st.integers(0, 50),
 )
 def test_hypothesis(data: bytes, block_size: int, max_distinct: int, limit: int) -> None:
     assert_same(np.frombuffer(data, dtype=np.uint8), block_size, max_distinct, limit)

@@ -24,6 +24,17 @@ def test_compressor_in_pieces_equals_one_shot(kernels: str) -> None:
     assert out == PACKED
 
 
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 3 * 4096, len(DATA)])
+def test_one_shot_equals_compress_then_flush(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bytepair.compress`` encodes every frame straight from the caller's buffer: the
+    same frames as a compressor fed the whole input, then flushed, at every frame edge."""
+    monkeypatch.setattr(bytepair.io.stream, "FRAME_SIZE", 4096)
+    c = BytePairCompressor()
+    expected = c.compress(DATA[:size]) + c.flush()
+    assert bytepair.compress(DATA[:size]) == expected
+    assert bytepair.compress(memoryview(bytearray(DATA[:size])), threads=2) == expected
+
+
 def test_compressor_refuses_use_after_flush() -> None:
     c = BytePairCompressor()
     c.flush()

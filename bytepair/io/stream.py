@@ -222,6 +222,26 @@ class BytePairCompressor:
         self._pending += view[whole:]
         return b"".join(parts)
 
+    def _compress_once(self, data: object) -> bytes:
+        """``compress(data) + flush()`` on a new compressor (``bytepair.compress``): the same
+        bytes, with every frame, the last one too, encoded straight from the caller's buffer
+        (no copy of the input into the pending buffer and out again, no joining twice)."""
+        view = as_byte_view(data)
+        with self._busy:
+            if self._started or self._finished:
+                raise ValueError("_compress_once needs a new compressor")
+            self._finished = True
+            try:
+                parts = [self._header()]
+                for lo in range(0, len(view), FRAME_SIZE):
+                    parts += self._counted(self._frames.add(view[lo : lo + FRAME_SIZE]))
+                parts += self._counted(self._frames.finish())
+                parts.append(self._tally.pack_end())
+                return b"".join(parts)
+            except BaseException as exc:
+                self._failed = exc
+                raise
+
     def flush(self) -> bytes:
         """Compress what is left and end the stream; the compressor cannot be used after."""
         with self._busy:

@@ -212,7 +212,8 @@ def _encode_block(  # type: ignore[no-untyped-def]
     (merges, fresh ones)."""
     n = len(block)
     symcount = np.zeros(256, dtype=np.int64)  # how often each value occurs now
-    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells)
+    # scratch holds the occurrences of a chosen pair later: until then, each pair's rank
+    _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, scratch)
     fresh = np.empty(256, dtype=np.int64)  # values absent from the block, highest first
     n_free = 0
     for v in range(255, -1, -1):
@@ -225,6 +226,7 @@ def _encode_block(  # type: ignore[no-untyped-def]
     n_best = merges_per_step + 2 if merges_per_step > 1 else 1
     top = np.empty(n_best, dtype=np.int64)
     top_count = np.empty(n_best, dtype=np.int64)
+    keys = np.empty(256, dtype=np.int32)  # _best_rows' workspace
     spare = np.empty(256, dtype=np.int64)
     step_left = np.empty(merges_per_step, dtype=np.int64)
     step_right = np.empty(merges_per_step, dtype=np.int64)
@@ -244,7 +246,7 @@ def _encode_block(  # type: ignore[no-untyped-def]
     n_merges = 0
     while True:
         # rows below the threshold are never merged: they need not be exact
-        _best_rows(counts, bound, arg, stale, depth, max_depth, threshold - 1, top, top_count)
+        _best_rows(counts, bound, arg, stale, depth, max_depth, threshold - 1, top, top_count, keys)
         n_step = _choose(
             top,
             top_count,
@@ -282,11 +284,13 @@ def _encode_block(  # type: ignore[no-untyped-def]
             else:  # made as (a, next): side 1 of a, where next was z
                 lo, hi = made_at[a, 1, 0], made_at[a, 1, 1]
                 places = _select(made[1, lo:hi], made_sym[1, lo:hi], z, scratch)
-            made_at[c, :, 0] = made_end
+            made_at[c, 0, 0] = made_end[0]  # scalars: a slice assignment here cost 1.5%
+            made_at[c, 1, 0] = made_end[1]
             step_made[m] = _replace(
                 a, z, c, n, val, nxt, prv, counts, bound, arg, stale, places, made, made_sym, made_end
             )
-            made_at[c, :, 1] = made_end
+            made_at[c, 0, 1] = made_end[0]
+            made_at[c, 1, 1] = made_end[1]
             born[c] = step * 64 + m
 
         for m in range(n_step):
@@ -312,9 +316,11 @@ def _encode_block(  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells):  # type: ignore[no-untyped-def]
+def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_at, index, cells, rank):  # type: ignore[no-untyped-def]
     """Link the block's positions, count its values and pairs, and list every pair's
-    positions in order (a run of *index* each)."""
+    positions in order (a run of *index* each). Each pair's *rank* among its pair's
+    occurrences, noted while counting, gives its place in the run, so the listing only
+    reads *run_at* (a running end per run, read and written per pair, was slower)."""
     n = len(block)
     val[n] = END
     nxt[n] = n
@@ -327,12 +333,18 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
         prv[i] = i - 1
     prv[0] = n
     n_cells = 0  # distinct pairs, listed in cells: without a branch, which would guess wrong
+    last = -1  # the cell of the pair before, and its count after it
+    last_c = 0
     for i in range(n - 1):
         cell = int(block[i]) * 256 + int(block[i + 1])
-        c = counts[cell]
+        # in a run (aaaa) the count just stored: from a register, not from the store
+        c = last_c if cell == last else int(counts[cell])
         cells[n_cells] = cell
+        rank[i] = c
         n_cells += c == 0
         counts[cell] = c + 1
+        last = cell
+        last_c = c + 1
     symcount[block[n - 1]] = 1  # a value's count: the pairs it starts, and the last byte
 
     bound[:] = 0
@@ -349,45 +361,52 @@ def _first_pairs(block, val, nxt, prv, counts, bound, arg, stale, symcount, run_
             arg[row] = col
         symcount[row] += c
         index[n_index] = c  # a run: its length, then its positions, filled below
-        run_at[cell] = n_index + 1  # where its next position goes, for now
+        run_at[cell] = n_index
         n_index += 1 + c
     for i in range(n - 1):  # every pair gets a run: no test, no branch
         cell = int(block[i]) * 256 + int(block[i + 1])
-        index[run_at[cell]] = i
-        run_at[cell] += 1
-    for t in range(n_cells):
-        cell = cells[t]
-        run_at[cell] -= 1 + counts[cell]  # back to the run's header
+        index[run_at[cell] + 1 + rank[i]] = i
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_rows(counts, bound, arg, stale, depth, max_depth, floor, top, top_count):  # type: ignore[no-untyped-def]
+def _best_rows(counts, bound, arg, stale, depth, max_depth, floor, top, top_count, keys):  # type: ignore[no-untyped-def]
     """The ``len(top)`` best rows by their maximum count (ties: the lower row) into *top*,
     best first, with their counts; rows whose left symbol is at *max_depth* count 0.
     Only rows above *floor* count: the places no such row fills keep *floor*, and row 0.
 
-    One pass over the rows' bounds, keeping the best so far in order; a stale row whose
-    bound would enter them is rescanned first, and enters only if its true maximum does.
-    A row left out has a bound (so a count) no higher than the last kept one's."""
+    Each row gets a key, its bound then its place from the end (``bound << 8 | 255 - row``),
+    so the largest key is the best row by the tie rule, and one maximum over the 256 keys
+    (a loop that vectorises, without a branch) finds it. A stale best row is rescanned and
+    its key made exact before it can be taken. (Keeping the best so far in order while
+    passing over the rows guessed wrong at every row that entered them: twice the time.)
+    Any exact top rows are the same rows, so which rows get rescanned on the way does not
+    change the output."""
     n_best = len(top)
     top[:] = 0
     top_count[:] = floor
     for row in range(256):
-        c = bound[row]
-        if max_depth >= 0 and depth[row] >= max_depth:
-            c = 0
-        elif stale[row] and c > top_count[n_best - 1]:
-            _rescan(counts, bound, arg, stale, row)
-            c = bound[row]
-        if c <= top_count[n_best - 1]:
-            continue  # rows come in ascending order: a tie ranks below
-        j = n_best - 1  # the last one drops out
-        while j > 0 and top_count[j - 1] < c:
-            top[j] = top[j - 1]
-            top_count[j] = top_count[j - 1]
-            j -= 1
-        top[j] = row
-        top_count[j] = c
+        keys[row] = (np.int32(bound[row]) << 8) | (255 - row)
+    if max_depth >= 0:
+        for row in range(256):
+            if depth[row] >= max_depth:
+                keys[row] = 255 - row  # a count of 0
+    low = (floor + 1) << 8  # the least key that beats the floor
+    t = 0
+    while t < n_best:
+        best = np.int32(0)
+        for row in range(256):
+            best = max(best, keys[row])
+        if best < low:
+            break
+        best_row = 255 - (best & 255)
+        if stale[best_row]:
+            _rescan(counts, bound, arg, stale, best_row)
+            keys[best_row] = (np.int32(bound[best_row]) << 8) | (255 - best_row)
+            continue
+        top[t] = best_row
+        top_count[t] = best >> 8
+        keys[best_row] = 0
+        t += 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -514,65 +533,70 @@ def _replace(  # type: ignore[no-untyped-def]
     to (prev, code) and (code, next): a count falling from its row's bound makes the row
     stale, a count rising above it raises it. The pairs made are appended to *made*
     (``made_end`` says where each side ends): side 0 (prev, code) by prev's position,
-    side 1 (code, next) by the match's, with the other symbol in *made_sym*."""
-    # unsigned symbols as indices: numba then needs no check for negative ones
-    a = np.uint16(a)
-    z = np.uint16(z)
-    code = np.uint16(code)
-    table = counts.reshape((256, 256))
-    n_before = made_end[0]
-    n_after = made_end[1]
+    side 1 (code, next) by the match's, with the other symbol in *made_sym*.
+
+    Every index is unsigned and every array one-dimensional: numba then checks no index
+    for wrap-around and multiplies no runtime stride, which left the loop short of
+    registers (it reloaded them from the stack all along)."""
+    a = np.uint64(a)
+    z = np.uint64(z)
+    code = np.uint64(code)
+    n = np.uint64(n)
+    az = (a << 8) | z
+    before, before_sym, after, after_sym = made[0], made_sym[0], made[1], made_sym[1]
+    n_before = np.uint64(made_end[0])
+    n_after = np.uint64(made_end[1])
     matches = 0
     for e in range(len(places)):
-        i = places[e]
+        i = np.uint64(places[e])
         if val[i] != a:
             continue  # merged away, or the right half of the match before (aaa)
-        j = nxt[i]
+        j = np.uint64(nxt[i])
         if val[j] != z:
             continue
-        p = prv[i]
-        q = nxt[j]
+        p = np.uint64(prv[i])
+        q = np.uint64(nxt[j])
 
-        c = table[a, z]
+        c = counts[az]
         if c == bound[a]:
             stale[a] = True
-        table[a, z] = c - 1
+        counts[az] = c - 1
 
         if p != n:  # (prev, a) becomes (prev, code)
-            x = val[p]
-            c = table[x, a]
+            x = np.uint64(val[p])
+            c = counts[(x << 8) | a]
             if c == bound[x]:
                 stale[x] = True
-            table[x, a] = c - 1
-            c = np.int64(table[x, code]) + 1
-            table[x, code] = c
+            counts[(x << 8) | a] = c - 1
+            c = np.int64(counts[(x << 8) | code]) + 1
+            counts[(x << 8) | code] = c
             if c > bound[x]:  # the row's true maximum, in this column alone
                 bound[x] = c
                 arg[x] = code
                 stale[x] = False
-            elif c == bound[x] and code < arg[x]:
+            elif c == bound[x] and np.int64(code) < arg[x]:  # signed against signed: no float
                 arg[x] = code
-            made[0, n_before] = p
-            made_sym[0, n_before] = x
-            n_before += 1
+            before[n_before] = p
+            before_sym[n_before] = x
+            n_before += np.uint64(1)
 
         if q != n:  # (z, next) becomes (code, next)
-            y = val[q]
-            c = table[z, y]
+            y = np.uint64(val[q])
+            c = counts[(z << 8) | y]
             if c == bound[z]:
                 stale[z] = True
-            table[z, y] = c - 1
-            c = np.int64(table[code, y]) + 1
-            table[code, y] = c
+            counts[(z << 8) | y] = c - 1
+            c = np.int64(counts[(code << 8) | y]) + 1
+            counts[(code << 8) | y] = c
             if c > bound[code]:
                 bound[code] = c
                 arg[code] = y
                 stale[code] = False
-            elif c == bound[code] and y < arg[code]:
+            elif c == bound[code] and np.int64(y) < arg[code]:
                 arg[code] = y
-            made[1, n_after] = i
-            made_sym[1, n_after] = y
-            n_after += 1
+            after[n_after] = i
+            after_sym[n_after] = y
+            n_after += np.uint64(1)
 
         val[i] = code
         val[j] = DEAD

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from ..escape import BYTES_PER_FREE_CODE, Escapes
 
-__all__ = ["find_escapes", "split_blocks"]
+__all__ = ["find_escapes", "split_and_find_escapes", "split_blocks"]
 
 
 def split_blocks(data: npt.NDArray[np.uint8], block_size: int, max_distinct: int) -> npt.NDArray[np.int64]:
@@ -122,3 +122,93 @@ def _escapes(data, bounds, limit, bytes_per_free_code):  # type: ignore[no-untyp
                 changed[i] = smallest
                 count[b] += 1
     return count, mark, literals[:n_literals].copy(), changed
+
+
+def split_and_find_escapes(
+    data: npt.NDArray[np.uint8], block_size: int, max_distinct: int, limit: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], Escapes]:
+    """``split_blocks`` then ``find_escapes`` in one pass over the bytes: the bounds, the
+    changed data and the escapes, exactly as the two give them."""
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    starts, count, mark, literals, changed = _split_escapes(data, block_size, max_distinct, limit, BYTES_PER_FREE_CODE)
+    if not len(literals):
+        return starts, data, Escapes.none(len(starts) - 1)
+    return starts, changed, Escapes(count, mark, literals)
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_escapes(data, block_size, max_distinct, limit, bytes_per_free_code):  # type: ignore[no-untyped-def]
+    """``_split`` and ``_escapes`` at once. The cutting loop counts each block's values
+    (a value whose count was 0 is a new one), which is all the escapes need, so the frame
+    is read once, and a second time only where a block escapes."""
+    n = len(data)
+    room = n // max(block_size, 1) + n // max_distinct + 2
+    starts = np.empty(room, dtype=np.int64)
+    count = np.zeros(room, dtype=np.int64)
+    mark = np.zeros(room, dtype=np.uint8)
+    literals = np.empty(n, dtype=np.uint8)
+    changed = np.empty(0, dtype=np.uint8)
+    n_literals = 0
+    counts = np.zeros(256, dtype=np.int64)
+    starts[0] = 0
+    n_blocks = 0
+    lo = 0
+    while lo < n:  # one block: its bytes up to the size limit, or to its max_distinct-th value
+        end = min(lo + block_size, n)
+        counts[:] = 0
+        distinct = 0
+        i = lo
+        while i < end:
+            c = counts[data[i]]
+            distinct += c == 0
+            counts[data[i]] = c + 1
+            i += 1
+            if distinct == max_distinct:
+                break
+        starts[n_blocks + 1] = i
+        smallest = _escape_mark(counts, distinct, i - lo, limit, bytes_per_free_code)
+        if smallest >= 0:
+            if len(changed) == 0:
+                changed = data.copy()
+            mark[n_blocks] = smallest
+            done = _escape_block(data, lo, i, counts, limit, smallest, literals, n_literals, changed)
+            count[n_blocks] = done - n_literals
+            n_literals = done
+        n_blocks += 1
+        lo = i
+    return (
+        starts[: n_blocks + 1].copy(),
+        count[:n_blocks].copy(),
+        mark[:n_blocks].copy(),
+        literals[:n_literals].copy(),
+        changed,
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _escape_mark(counts, distinct, length, limit, bytes_per_free_code):  # type: ignore[no-untyped-def]
+    """The mark of a block whose values occur *counts* times, or -1 if it does not escape:
+    it needs two rare values, and enough bytes per free code to run out of codes."""
+    n_rare = 0
+    smallest = -1
+    for v in range(255, -1, -1):
+        if 0 < counts[v] <= limit:
+            n_rare += 1
+            smallest = v
+    if n_rare < 2 or length < bytes_per_free_code * (256 - distinct):
+        return -1
+    return smallest
+
+
+@numba.njit(cache=True, nogil=True)
+def _escape_block(data, lo, hi, counts, limit, smallest, literals, n_literals, changed):  # type: ignore[no-untyped-def]
+    """Escape the rare values of ``data[lo:hi]`` into *changed*, their originals appended to
+    *literals* from *n_literals* on; returns the new end of *literals*. (A loop of its own:
+    written inline in the pass above, numba made it some twenty times slower.)"""
+    for i in range(lo, hi):
+        v = data[i]
+        if counts[v] <= limit:
+            literals[n_literals] = v
+            n_literals += 1
+            changed[i] = smallest
+    return n_literals
