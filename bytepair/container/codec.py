@@ -203,9 +203,8 @@ def decode_frame(
     if jit.use_numba(header.orig_size):
         from ..core.kernels import decode
 
-        out = decode.decode_frame_body(header, body, frame_index, first_block)
-    else:
-        out = expand(unpack_frame_body(header, body, frame_index, first_block))
+        return decode.decode_frame_body(header, body, frame_index, first_block)  # checks the content CRC too
+    out = expand(unpack_frame_body(header, body, frame_index, first_block))
     if zlib.crc32(out.data) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out
