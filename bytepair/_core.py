@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
+import numpy.typing as npt
+
 from ._errors import CorruptDataError, TruncatedDataError
+from .container.codec import SPARE
 from .container.format import MAGIC
 from .io.stream import BytePairCompressor, StreamParser, as_byte_view
 
@@ -49,26 +53,45 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     if max_length is not None and max_length < 0:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
     buf = as_byte_view(data)
-    # frames are copied into one growing buffer as they come, and dropped: its
-    # getvalue() hands that buffer over without another copy
-    out = io.BytesIO()
-    produced = 0
+    out = _Output()
     pos = 0
     while True:
         parser = StreamParser(max_length)
-        parser.produced_before = produced
-        for end, frame in parser.frames(buf, pos):
+        parser.produced_before = out.size
+        for end, frame in parser.frames(buf, pos, out.room):
             pos = end
-            out.write(frame.data)
+            out.size += len(frame)
+            del frame  # a view of the output's buffer, which cannot grow while it lives
         if not parser.done:
             raise TruncatedDataError(
                 "compressed data ends before the end of the stream"
                 + (f" (after frame {parser.tally.n_frames - 1})" if parser.tally.n_frames else "")
             )
-        produced += parser.tally.size
         if pos == len(buf):
             break
         tail = bytes(buf[pos : pos + len(MAGIC)])
         if tail != MAGIC[: len(tail)]:
             raise CorruptDataError(f"data after the end of the stream at byte {pos} is not a bytepair stream")
-    return out.getvalue()
+    return out.value()
+
+
+class _Output:
+    """The output of ``decompress``: frames are decoded straight into the buffer of
+    an ``io.BytesIO``, whose ``getvalue()`` then hands that buffer over as the
+    result without a copy (writing each decoded frame in cost a copy of the whole
+    output, into freshly faulted pages)."""
+
+    def __init__(self) -> None:
+        self._buffer = io.BytesIO()
+        self.size = 0  # bytes of output so far
+
+    def room(self, n: int) -> npt.NDArray[np.uint8]:
+        """Where the next frame, of *n* bytes, is decoded: the buffer grown to hold it and
+        the decoder's spare bytes, as an array (which must be dropped before the next call)."""
+        self._buffer.seek(self.size + n + SPARE - 1)
+        self._buffer.write(b"\0")  # grows the buffer, zero-filled
+        return np.frombuffer(self._buffer.getbuffer(), dtype=np.uint8)[self.size :]
+
+    def value(self) -> bytes:
+        self._buffer.truncate(self.size)  # the spare bytes go
+        return self._buffer.getvalue()

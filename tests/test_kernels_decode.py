@@ -399,3 +399,31 @@ def test_a_code_of_one_block_is_a_literal_in_the_next() -> None:
         escapes=Escapes(np.array([2, 0]), np.array([1, 0], dtype=np.uint8), np.array([7, 8], dtype=np.uint8)),
     )
     assert tables_agree(t, message=True) == b"ab\x07ab\x08xy\xff\xfe\x01"
+
+
+def test_outputs_leave_the_compiled_decoder_its_spare_bytes() -> None:
+    """``codec.decode_frame``'s callers leave ``codec.SPARE`` bytes past each frame: as many
+    as the compiled decoder's copies may write past its end."""
+    from bytepair.container import codec
+    from bytepair.core.kernels import decode
+
+    assert codec.SPARE >= decode.SPARE == decode.W
+
+
+@pytest.mark.parametrize("mode", ["numpy", "numba"])
+def test_frames_decode_into_a_given_output(mode: str) -> None:
+    """``decode_frame(..., out)`` writes the frame at the start of *out* and returns that view;
+    the bytes past it are the caller's spare."""
+    from bytepair.container import codec
+    from bytepair.container.format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_header
+
+    data = b"spare bytes after the frame " * 300
+    blob = bytepair.compress(data)
+    header = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
+    body = blob[STREAM_HEADER_SIZE + FRAME_HEADER_SIZE :][: header.body_size]
+    out = np.full(len(data) + codec.SPARE + 5, 7, dtype=np.uint8)
+    with kernels(mode):
+        got = codec.decode_frame(header, body, 0, 0, out[5:])
+    assert got.tobytes() == data
+    assert np.shares_memory(got, out) and out[5:].ctypes.data == got.ctypes.data
+    assert (out[:5] == 7).all()

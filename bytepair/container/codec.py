@@ -29,12 +29,17 @@ from .format import (
     unpack_frame_body,
 )
 
-__all__ = ["FRAME_SIZE", "block_costs", "decode_frame", "encode_frame"]
+__all__ = ["FRAME_SIZE", "SPARE", "block_costs", "decode_frame", "encode_frame"]
 
 FRAME_SIZE = 1 << 21
 """Original bytes per frame. Large enough that the decoder's fixed cost per frame
 (a few ms) is small against its work, small enough for bounded memory and
 random access."""
+
+
+SPARE = 16
+"""Bytes past a frame's end that ``decode_frame`` may write in a given output (the
+compiled decoder copies 16 bytes at a time: ``kernels.decode.SPARE``)."""
 
 
 def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
@@ -196,15 +201,26 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
 
 
 def decode_frame(
-    header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
+    header: FrameHeader,
+    body: bytes | memoryview,
+    frame_index: int,
+    first_block: int,
+    out: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Decode and verify one frame whose header has been read: compiled when
-    ``jit.use_numba`` says so for its size (the same bytes and errors)."""
+    ``jit.use_numba`` says so for its size (the same bytes and errors).
+
+    With *out* (a writable array of ``orig_size + SPARE`` bytes) the frame is
+    decoded there, and the view of its bytes returned: a caller gathering
+    frames into one buffer saves a copy (the compiled path writes there directly)."""
     if jit.use_numba(header.orig_size):
         from ..core.kernels import decode
 
-        return decode.decode_frame_body(header, body, frame_index, first_block)  # checks the content CRC too
-    out = expand(unpack_frame_body(header, body, frame_index, first_block))
-    if zlib.crc32(out.data) != header.content_crc:
+        return decode.decode_frame_body(header, body, frame_index, first_block, out)  # checks the content CRC too
+    decoded = expand(unpack_frame_body(header, body, frame_index, first_block))
+    if zlib.crc32(decoded.data) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
-    return out
+    if out is None:
+        return decoded
+    out[: len(decoded)] = decoded
+    return out[: len(decoded)]

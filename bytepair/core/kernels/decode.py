@@ -49,10 +49,12 @@ from ..expand import NODE_BUDGET, expand_numpy, node_budget
 from ..tables import PairTables
 from .crc import crc32
 
-__all__ = ["check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
+__all__ = ["SPARE", "check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
 
 W = 16
 """Bytes per copy: one 16-byte load and store, however short the expansion."""
+SPARE = W
+"""Bytes an output needs past its end: a copy may write that far."""
 
 # what went wrong: status[0]; the block: status[1]; details: status[2:]
 OK = 0
@@ -311,18 +313,24 @@ def u16(raw: npt.NDArray[np.uint8], at: int) -> np.int64:
 
 @numba.njit(cache=True, nogil=True)
 def decode_body(
-    raw: npt.NDArray[np.uint8], nb: int, orig_size: int, budget: int, codes_per_run: int, status: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint8]:
-    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus 16 spare.
+    raw: npt.NDArray[np.uint8],
+    nb: int,
+    orig_size: int,
+    budget: int,
+    codes_per_run: int,
+    status: npt.NDArray[np.int64],
+    out: npt.NDArray[np.uint8],
+) -> None:
+    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, written to
+    *out* (``orig_size`` bytes plus 16 spare, which hold junk after).
 
     The columns are read and checked as ``unpack_frame_body`` does, in the same
     order, then the blocks go through :func:`check_blocks` and :func:`write_blocks`.
-    On damage, returns an empty array with *status* saying what is wrong.
+    On damage, *status* says what is wrong (and *out* may hold anything).
     """
-    nothing = np.empty(0, dtype=np.uint8)
     if len(raw) < 9 * nb:
         fail(status, SHORT_BODY, 0)
-        return nothing
+        return
     # the block headers: 9 bytes a block, column by column
     orig_len = np.empty(nb, dtype=np.int64)
     payload_len = np.empty(nb, dtype=np.int64)
@@ -358,19 +366,19 @@ def decode_body(
     end = payload_at + payload_total
     if end > len(raw):
         fail(status, SHORT_BODY, 0)
-        return nothing
+        return
     if end != len(raw):
         fail(status, LONG_BODY, 0, len(raw) - end)
-        return nothing
+        return
     total = 0
     for b in range(nb):
         if orig_len[b] < 1 or payload_len[b] < 1 or payload_len[b] > orig_len[b] or n_escaped[b] > orig_len[b]:
             fail(status, BAD_LENGTHS, b)
-            return nothing
+            return
         total += orig_len[b]
     if total != orig_size:
         fail(status, WRONG_SIZE, 0, total, orig_size)
-        return nothing
+        return
 
     # fresh codes, checked run of blocks by run of blocks as the numpy path does
     # (runs of about codes_per_run codes), then listed block by block, descending
@@ -389,7 +397,7 @@ def decode_body(
             n_runs = 0 if kind == CODE_SET_BITMAP else kind
             if n_runs > MAX_RUNS or (kind == 0) == (n_fresh[b] > 0):
                 fail(status, BAD_SET_HEADER, b)
-                return nothing
+                return
         for b in range(lo, hi):
             if set_kind[b] == CODE_SET_BITMAP:
                 continue
@@ -403,7 +411,7 @@ def decode_body(
                 zero_take |= take < 1
             if took != n_fresh[b] or span > 256 or zero_take:
                 fail(status, BAD_RUNS, b)
-                return nothing
+                return
         for b in range(lo, hi):
             if set_kind[b] != CODE_SET_BITMAP:
                 continue
@@ -414,7 +422,7 @@ def decode_body(
                     counted += (byte >> (7 - j)) & 1
             if counted != n_fresh[b]:
                 fail(status, BAD_BITMAP, b)
-                return nothing
+                return
         for b in range(lo, hi):
             k = fresh_before[b]
             if set_kind[b] == CODE_SET_BITMAP:  # bit 7 - j of byte i: value 255 - (8i + j)
@@ -466,26 +474,36 @@ def decode_body(
         orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, n_escaped, esc_mark, budget, status
     )
     if most < 0:
-        return nothing
-    out = np.empty(orig_size + W, dtype=np.uint8)
+        return
     write_blocks(orig_len, n_merges, code, left, right, payload_len, payload, n_escaped, esc_mark, literals, most, out)
-    return out
 
 
 def decode_frame_body(
-    header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
+    header: FrameHeader,
+    body: bytes | memoryview,
+    frame_index: int,
+    first_block: int,
+    out: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """``expand(unpack_frame_body(...))``, compiled, and the content CRC checked: the frame's bytes.
 
-    Both CRCs are ``zlib.crc32``'s, taken by :func:`crc.crc32` (folded, where the processor can)."""
-    raw = _bytes(np.frombuffer(body, dtype=np.uint8))
+    With *out* (``orig_size + SPARE`` writable bytes), they are written there and
+    the view of them returned. Both CRCs are ``zlib.crc32``'s, taken by
+    :func:`crc.crc32` (folded, where the processor can)."""
+    raw = np.frombuffer(body, dtype=np.uint8)
+    if raw.flags.writeable:  # one array type for the kernels, so they are compiled once
+        raw = raw.view()
+        raw.flags.writeable = False
     if crc32(raw, zlib.crc32(header.header)) != header.frame_crc:
         raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
+    size = header.orig_size
+    if out is None:
+        out = np.empty(size + W, dtype=np.uint8)
     status = np.zeros(5, dtype=np.int64)
-    out = decode_body(raw, header.n_blocks, header.orig_size, node_budget(header.orig_size), CODES_PER_RUN, status)
+    decode_body(raw, header.n_blocks, size, node_budget(size), CODES_PER_RUN, status, out)
     if status[0] != OK:
         raise _error(status, first_block, header.n_blocks, f"frame {frame_index}")
-    out = out[: header.orig_size]
+    out = out[:size]
     if crc32(out, 0) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out
