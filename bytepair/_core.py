@@ -79,7 +79,11 @@ class _Output:
     """The output of ``decompress``: frames are decoded straight into the buffer of
     an ``io.BytesIO``, whose ``getvalue()`` then hands that buffer over as the
     result without a copy (writing each decoded frame in cost a copy of the whole
-    output, into freshly faulted pages)."""
+    output, into freshly faulted pages).
+
+    A view of the buffer that outlives its frame (held by a reference cycle until
+    the garbage collector runs, say) keeps the buffer from being resized: then the
+    output goes on in a new buffer, or is copied out, at the cost of one copy."""
 
     def __init__(self) -> None:
         self._buffer = io.BytesIO()
@@ -87,11 +91,25 @@ class _Output:
 
     def room(self, n: int) -> npt.NDArray[np.uint8]:
         """Where the next frame, of *n* bytes, is decoded: the buffer grown to hold it and
-        the decoder's spare bytes, as an array (which must be dropped before the next call)."""
-        self._buffer.seek(self.size + n + SPARE - 1)
-        self._buffer.write(b"\0")  # grows the buffer, zero-filled
+        the decoder's spare bytes, as an array (to be dropped before the next call)."""
+        end = self.size + n + SPARE
+        try:
+            self._grow(end)
+        except BufferError:  # a view of the buffer is still alive: go on in a copy
+            fresh = io.BytesIO()
+            fresh.write(self._buffer.getbuffer()[: self.size])
+            self._buffer = fresh
+            self._grow(end)
         return np.frombuffer(self._buffer.getbuffer(), dtype=np.uint8)[self.size :]
 
+    def _grow(self, size: int) -> None:
+        self._buffer.seek(size - 1)
+        self._buffer.write(b"\0")  # zero-fills what it adds
+
     def value(self) -> bytes:
-        self._buffer.truncate(self.size)  # the spare bytes go
+        """The output so far, as bytes (the buffer itself where it can be)."""
+        try:
+            self._buffer.truncate(self.size)  # the spare bytes go
+        except BufferError:
+            return bytes(self._buffer.getbuffer()[: self.size])
         return self._buffer.getvalue()
