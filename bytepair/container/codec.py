@@ -205,22 +205,24 @@ def decode_frame(
     body: bytes | memoryview,
     frame_index: int,
     first_block: int,
-    out: npt.NDArray[np.uint8] | None = None,
+    into: Callable[[int], npt.NDArray[np.uint8]] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Decode and verify one frame whose header has been read: compiled when
     ``jit.use_numba`` says so for its size (the same bytes and errors).
 
-    With *out* (a writable array of ``orig_size + SPARE`` bytes) the frame is
-    decoded there, and the view of its bytes returned: a caller gathering
-    frames into one buffer saves a copy (the compiled path writes there directly)."""
+    With *into*, the frame is decoded in ``into(orig_size)`` (a writable array of
+    ``orig_size + SPARE`` bytes, asked for only once the frame's body has passed
+    some checks), and the view of its bytes returned: a caller gathering frames
+    into one buffer saves a copy (the compiled path writes there directly)."""
     if jit.use_numba(header.orig_size):
         from ..core.kernels import decode
 
-        return decode.decode_frame_body(header, body, frame_index, first_block, out)  # checks the content CRC too
+        return decode.decode_frame_body(header, body, frame_index, first_block, into)  # checks the content CRC too
     decoded = expand(unpack_frame_body(header, body, frame_index, first_block))
     if zlib.crc32(decoded.data) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
-    if out is None:
+    if into is None:
         return decoded
+    out = into(len(decoded))
     out[: len(decoded)] = decoded
     return out[: len(decoded)]

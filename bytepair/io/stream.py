@@ -91,7 +91,8 @@ class StreamParser:
         self, buf: memoryview, pos: int, into: Callable[[int], npt.NDArray[np.uint8]] | None = None
     ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
         """With *into*, each frame is decoded in ``into(orig_size)`` (``orig_size + codec.SPARE``
-        writable bytes, asked for once the frame is known to be whole and within limits)."""
+        writable bytes; ``codec.decode_frame`` asks once the frame is whole, within limits
+        and past its first checks)."""
         while not self.done:
             if not self.header_read:
                 if len(buf) - pos < STREAM_HEADER_SIZE:
@@ -124,7 +125,7 @@ class StreamParser:
                     buf[pos + FRAME_HEADER_SIZE : end],
                     tally.n_frames,
                     tally.n_blocks,
-                    None if into is None else into(header.orig_size),
+                    into,
                 )
                 tally.add_header(header)
                 yield end, out

@@ -40,6 +40,7 @@ wrong, in which block, with which values) and the Python caller raises from it.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -349,8 +350,10 @@ def decode_blocks(
     budget: int,
     status: npt.NDArray[np.int64],
     out: npt.NDArray[np.uint8],
-) -> None:
-    """The blocks into *out* (their length plus 16 spare bytes), or *status* saying what is wrong.
+) -> npt.NDArray[np.uint8]:
+    """The blocks written into *out*, or into an array of their length plus 16 spare
+    bytes made once the merges passed their checks when *out* is shorter; returns
+    the array written (on damage, with *status* saying what is wrong).
 
     The merges are checked first (:func:`check_blocks` without the payloads); the
     payloads as they are written (:func:`write_blocks`). When writing meets a
@@ -361,7 +364,12 @@ def decode_blocks(
         orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, esc_count, esc_mark, budget, status, False
     )
     if most < 0:
-        return
+        return out
+    total = 0
+    for size in orig_len:
+        total += size
+    if len(out) < total + W:
+        out = np.empty(total + W, dtype=np.uint8)
     if not write_blocks(
         orig_len, n_merges, code, left, right, payload_len, payload, esc_count, esc_mark, esc_literals, most, out
     ):
@@ -370,6 +378,7 @@ def decode_blocks(
         )
         if status[0] == OK:
             raise AssertionError("write_blocks met a fault that check_blocks does not see")
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -387,17 +396,18 @@ def decode_body(
     codes_per_run: int,
     status: npt.NDArray[np.int64],
     out: npt.NDArray[np.uint8],
-) -> None:
-    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, written to
-    *out* (``orig_size`` bytes plus 16 spare, which hold junk after).
+) -> npt.NDArray[np.uint8]:
+    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus 16 spare
+    (which hold junk after): written to *out* when it is that long, else to an array
+    made once the columns and merges passed their checks; returns the array written.
 
     The columns are read and checked as ``unpack_frame_body`` does, in the same
-    order, then the blocks go through :func:`check_blocks` and :func:`write_blocks`.
-    On damage, *status* says what is wrong (and *out* may hold anything).
+    order, then the blocks go through :func:`decode_blocks`. On damage, *status*
+    says what is wrong (and the array returned may hold anything).
     """
     if len(raw) < 9 * nb:
         fail(status, SHORT_BODY, 0)
-        return
+        return out
     # the block headers: 9 bytes a block, column by column
     orig_len = np.empty(nb, dtype=np.int64)
     payload_len = np.empty(nb, dtype=np.int64)
@@ -433,19 +443,19 @@ def decode_body(
     end = payload_at + payload_total
     if end > len(raw):
         fail(status, SHORT_BODY, 0)
-        return
+        return out
     if end != len(raw):
         fail(status, LONG_BODY, 0, len(raw) - end)
-        return
+        return out
     total = 0
     for b in range(nb):
         if orig_len[b] < 1 or payload_len[b] < 1 or payload_len[b] > orig_len[b] or n_escaped[b] > orig_len[b]:
             fail(status, BAD_LENGTHS, b)
-            return
+            return out
         total += orig_len[b]
     if total != orig_size:
         fail(status, WRONG_SIZE, 0, total, orig_size)
-        return
+        return out
 
     # fresh codes, checked run of blocks by run of blocks as the numpy path does
     # (runs of about codes_per_run codes), then listed block by block, descending
@@ -464,7 +474,7 @@ def decode_body(
             n_runs = 0 if kind == CODE_SET_BITMAP else kind
             if n_runs > MAX_RUNS or (kind == 0) == (n_fresh[b] > 0):
                 fail(status, BAD_SET_HEADER, b)
-                return
+                return out
         for b in range(lo, hi):
             if set_kind[b] == CODE_SET_BITMAP:
                 continue
@@ -478,7 +488,7 @@ def decode_body(
                 zero_take |= take < 1
             if took != n_fresh[b] or span > 256 or zero_take:
                 fail(status, BAD_RUNS, b)
-                return
+                return out
         for b in range(lo, hi):
             if set_kind[b] != CODE_SET_BITMAP:
                 continue
@@ -489,7 +499,7 @@ def decode_body(
                     counted += (byte >> (7 - j)) & 1
             if counted != n_fresh[b]:
                 fail(status, BAD_BITMAP, b)
-                return
+                return out
         for b in range(lo, hi):
             k = fresh_before[b]
             if set_kind[b] == CODE_SET_BITMAP:  # bit 7 - j of byte i: value 255 - (8i + j)
@@ -537,7 +547,7 @@ def decode_body(
             mark += 1
     payload = raw[payload_at:end]
     literals = raw[literals_at:payload_at]
-    decode_blocks(
+    return decode_blocks(
         orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, n_escaped, esc_mark, literals, budget,
         status, out
     )  # fmt: skip
@@ -548,30 +558,36 @@ def decode_frame_body(
     body: bytes | memoryview,
     frame_index: int,
     first_block: int,
-    out: npt.NDArray[np.uint8] | None = None,
+    into: Callable[[int], npt.NDArray[np.uint8]] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """``expand(unpack_frame_body(...))``, compiled, and the content CRC checked: the frame's bytes.
 
-    With *out* (``orig_size + SPARE`` writable bytes), they are written there and
-    the view of them returned. Both CRCs are ``zlib.crc32``'s, taken by
-    :func:`crc.crc32` (folded, where the processor can)."""
+    With *into*, they are written to ``into(orig_size)`` (``orig_size + SPARE``
+    writable bytes), asked for only once the frame CRC is right and the block
+    lengths add up to ``orig_size``: a frame that claims a large size in a few
+    bytes gets no output before its columns are checked. Both CRCs are
+    ``zlib.crc32``'s, taken by :func:`crc.crc32` (folded, where the processor can)."""
     raw = np.frombuffer(body, dtype=np.uint8)
     if raw.flags.writeable:  # one array type for the kernels, so they are compiled once
         raw = raw.view()
         raw.flags.writeable = False
     if crc32(raw, zlib.crc32(header.header)) != header.frame_crc:
         raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
-    size = header.orig_size
-    if out is None:
-        out = np.empty(size + W, dtype=np.uint8)
+    size, nb = header.orig_size, header.n_blocks
+    out = _NO_OUTPUT  # the kernel makes its own, once the columns and merges passed
+    if into is not None and len(raw) >= 2 * nb and int(raw[: 2 * nb].view("<u2").sum()) == size:
+        out = into(size)
     status = np.zeros(5, dtype=np.int64)
-    decode_body(raw, header.n_blocks, size, node_budget(size), CODES_PER_RUN, status, out)
+    out = decode_body(raw, nb, size, node_budget(size), CODES_PER_RUN, status, out)
     if status[0] != OK:
-        raise _error(status, first_block, header.n_blocks, f"frame {frame_index}")
+        raise _error(status, first_block, nb, f"frame {frame_index}")
     out = out[:size]
     if crc32(out, 0) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out
+
+
+_NO_OUTPUT = np.empty(0, dtype=np.uint8)
 
 
 def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
@@ -612,10 +628,9 @@ def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     code, left, right, esc_mark = map(_small_bytes, (t.code, t.left, t.right, esc.mark))
     payload, esc_literals = _bytes(t.payload), _bytes(esc.literals)
     status = np.zeros(5, dtype=np.int64)
-    out = np.empty(total + W, dtype=np.uint8)
-    decode_blocks(
+    out = decode_blocks(
         orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, esc_count, esc_mark, esc_literals,
-        node_budget(total), status, out
+        node_budget(total), status, _NO_OUTPUT
     )  # fmt: skip
     if status[0] != OK:
         raise _error(status, t.first_block, nb)
