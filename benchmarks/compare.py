@@ -2,7 +2,7 @@
 
     python benchmarks/compare.py --base level=5,escape_limit=0 --new level=5 [--runs 9] [PATH ...]
     python benchmarks/compare.py --base-from ../old-checkout --base level=5 --new level=5 [PATH ...]
-    python benchmarks/compare.py --decompress --base-from ../old-checkout --base level=5 --new level=5 [PATH ...]
+    python benchmarks/compare.py --decompress [--cold] --base-from ../old --base level=5 --new level=5 [PATH ...]
 
 Each setting is ``name=value`` pairs for ``bytepair.compress`` (integers).
 Every run compresses every input (each file on its own) with each setting in
@@ -20,6 +20,11 @@ this one, to compare two versions of the code the same way. ``--decompress``
 times decompression instead: every input is compressed once per setting, by this
 checkout (so two checkouts decode the very same streams), and each setting's
 package decodes its own setting's streams; zlib level 6 is timed alongside.
+``--cold`` (with ``--decompress``) runs each timed decompression right after an
+untimed compression of the same input by the same package (zlib's by zlib), the
+order of ``roundtrip.py``, where caches and the branch predictors are cold; the
+compression must come from the package being timed, or the package that did it
+runs its shared code warm (the same code on both sides then came out 0.88x).
 
 Exit status: 0 done, 1 bad path, 2 bad option.
 """
@@ -84,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-from", metavar="DIR", help="run --base with the bytepair package of checkout DIR")
     parser.add_argument("--runs", type=int, default=9, help="runs; times are medians (9)")
     parser.add_argument("--decompress", action="store_true", help="time decompression instead of compression")
+    parser.add_argument(
+        "--cold", action="store_true", help="with --decompress: compress each input (untimed) before its decode"
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -123,18 +131,30 @@ def _compress_input(module: Any, settings: dict[str, int], inputs: list[bytes], 
     module.compress(inputs[i], **settings)
 
 
+def _deflate_input(inputs: list[bytes], i: int) -> None:
+    zlib.compress(inputs[i], 6)
+
+
 def _decode_input(decode: Callable[[bytes], bytes], blobs: list[bytes], i: int) -> None:
     decode(blobs[i])
 
 
-def _timed_in_turns(callers: Sequence[Callable[[int], None]], n_inputs: int, runs: int) -> list[list[float]]:
+def _timed_in_turns(
+    callers: Sequence[Callable[[int], None]],
+    n_inputs: int,
+    runs: int,
+    before: Sequence[Callable[[int], None]] | None = None,
+) -> list[list[float]]:
     """Each caller's CPU time in each run, where a run calls every caller on every
-    input index, the callers taking turns input by input (``_turns``)."""
+    input index, the callers taking turns input by input (``_turns``); *before*
+    (one per caller, untimed) runs right before each call."""
     times: list[list[float]] = [[] for _ in callers]
     for r in range(runs):
         run_times = [0.0] * len(callers)
         for i in range(n_inputs):
             for k, call in _turns(callers, r + i):
+                if before is not None:
+                    before[k](i)
                 start = time.process_time()
                 call(i)
                 run_times[k] += time.process_time() - start
@@ -171,10 +191,15 @@ def _compare_decompress(runs: list[tuple[Any, dict[str, int]]], inputs: list[byt
     deflated = [zlib.compress(d, 6) for d in inputs]
     decoders = [(module.decompress, blobs) for (module, _), blobs in zip(runs, streams, strict=True)]
     decoders.append((zlib.decompress, deflated))
-    times = _timed_in_turns([functools.partial(_decode_input, *d) for d in decoders], len(inputs), args.runs)
+    before = None
+    if args.cold:
+        before = [functools.partial(_compress_input, module, settings, inputs) for module, settings in runs]
+        before.append(functools.partial(_deflate_input, inputs))
+    times = _timed_in_turns([functools.partial(_decode_input, *d) for d in decoders], len(inputs), args.runs, before)
     total = sum(map(len, inputs))
     medians = [statistics.median(t) for t in times]
-    print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs, decompress CPU time medians")
+    order = ", each right after a compression" if args.cold else ""
+    print(f"{len(inputs)} inputs, {total} bytes, {args.runs} interleaved runs{order}, decompress CPU time medians")
     for (module, settings), median in zip(runs, medians[:-1], strict=True):
         print(
             f"{_shown(module, settings, args):32} {median:8.3f} s  {median / medians[0]:6.3f}x  "

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
+import numpy.typing as npt
+
 from ._errors import CorruptDataError, TruncatedDataError
+from .container.codec import SPARE
 from .container.format import MAGIC
 from .io.stream import BytePairCompressor, StreamParser, as_byte_view
 
@@ -49,26 +53,63 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     if max_length is not None and max_length < 0:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
     buf = as_byte_view(data)
-    # frames are copied into one growing buffer as they come, and dropped: its
-    # getvalue() hands that buffer over without another copy
-    out = io.BytesIO()
-    produced = 0
+    out = _Output()
     pos = 0
     while True:
         parser = StreamParser(max_length)
-        parser.produced_before = produced
-        for end, frame in parser.frames(buf, pos):
+        parser.produced_before = out.size
+        for end, frame in parser.frames(buf, pos, out.room):
             pos = end
-            out.write(frame.data)
+            out.size += len(frame)
+            del frame  # a view of the output's buffer, which cannot grow while it lives
         if not parser.done:
             raise TruncatedDataError(
                 "compressed data ends before the end of the stream"
                 + (f" (after frame {parser.tally.n_frames - 1})" if parser.tally.n_frames else "")
             )
-        produced += parser.tally.size
         if pos == len(buf):
             break
         tail = bytes(buf[pos : pos + len(MAGIC)])
         if tail != MAGIC[: len(tail)]:
             raise CorruptDataError(f"data after the end of the stream at byte {pos} is not a bytepair stream")
-    return out.getvalue()
+    return out.value()
+
+
+class _Output:
+    """The output of ``decompress``: frames are decoded straight into the buffer of
+    an ``io.BytesIO``, whose ``getvalue()`` then hands that buffer over as the
+    result without a copy (writing each decoded frame in cost a copy of the whole
+    output, into freshly faulted pages).
+
+    A view of the buffer that outlives its frame (held by a reference cycle until
+    the garbage collector runs, say) keeps the buffer from being resized: then the
+    output goes on in a new buffer, or is copied out, at the cost of one copy."""
+
+    def __init__(self) -> None:
+        self._buffer = io.BytesIO()
+        self.size = 0  # bytes of output so far
+
+    def room(self, n: int) -> npt.NDArray[np.uint8]:
+        """Where the next frame, of *n* bytes, is decoded: the buffer grown to hold it and
+        the decoder's spare bytes, as an array (to be dropped before the next call)."""
+        end = self.size + n + SPARE
+        try:
+            self._grow(end)
+        except BufferError:  # a view of the buffer is still alive: go on in a copy
+            fresh = io.BytesIO()
+            fresh.write(self._buffer.getbuffer()[: self.size])
+            self._buffer = fresh
+            self._grow(end)
+        return np.frombuffer(self._buffer.getbuffer(), dtype=np.uint8)[self.size :]
+
+    def _grow(self, size: int) -> None:
+        self._buffer.seek(size - 1)
+        self._buffer.write(b"\0")  # zero-fills what it adds
+
+    def value(self) -> bytes:
+        """The output so far, as bytes (the buffer itself where it can be)."""
+        try:
+            self._buffer.truncate(self.size)  # the spare bytes go
+        except BufferError:
+            return bytes(self._buffer.getbuffer()[: self.size])
+        return self._buffer.getvalue()

@@ -414,6 +414,33 @@ def test_compare_takes_turns_input_by_input(tmp_path: Path, monkeypatch: pytest.
     assert [level for level, _ in timed] == [1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2, 1]
 
 
+def test_compare_cold_compresses_right_before_each_decode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--decompress --cold``: each timed decode comes right after a compression of the same
+    input by the same package, as in ``roundtrip.py``."""
+    compare = benchmark_module("compare", monkeypatch)
+    for name in ("a", "b"):
+        (tmp_path / name).write_bytes(name.encode() * 100)
+    calls: list[tuple[str, int, bytes]] = []
+
+    class Recorder:
+        def compress(self, data: bytes, level: int) -> bytes:
+            calls.append(("compress", level, data[:1]))
+            return bytes([level]) + data
+
+        def decompress(self, blob: bytes) -> bytes:
+            calls.append(("decompress", blob[0], blob[1:2]))
+            return blob[1:]
+
+    monkeypatch.setattr(compare, "bytepair", Recorder())
+    args = ["--decompress", "--cold", "--base", "level=1", "--new", "level=2", "--runs", "1", str(tmp_path)]
+    assert compare.main(args) == 0
+    timed = calls[-8:]  # 1 run x 2 inputs x 2 settings, each a compression then its decode
+    assert timed == [
+        ("compress", 1, b"a"), ("decompress", 1, b"a"), ("compress", 2, b"a"), ("decompress", 2, b"a"),
+        ("compress", 2, b"b"), ("decompress", 2, b"b"), ("compress", 1, b"b"), ("decompress", 1, b"b"),
+    ]  # fmt: skip
+
+
 PRIMITIVES = REPO / "benchmarks" / "primitives.py"
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import bytepair
 from bytepair import CorruptDataError, OutputLimitError, TruncatedDataError
-from tests.helpers import compiled, corpus_files, record_pools
+from tests.helpers import compiled, corpus_files, frame_size, record_pools
 from tests.strategies import blocky_bytes
 
 HARD_CASES = {
@@ -236,3 +236,31 @@ def test_corpus_round_trips(corpus: str, kernels: str) -> None:
     for path in corpus_files(corpus):
         data = path.read_bytes()
         assert bytepair.decompress(bytepair.compress(data)) == data, path.name
+
+
+@pytest.mark.parametrize("n_streams", [1, 2])
+def test_output_survives_views_that_outlive_their_frame(
+    n_streams: int, kernels: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``decompress`` decodes frames straight into its output buffer; a view of a frame kept
+    alive past it (as a reference cycle does until the collector runs) must cost a copy, not
+    a ``BufferError`` or wrong bytes."""
+    import bytepair.io.stream as stream
+
+    real = vars(stream)["decode_frame"]
+    kept: list[object] = []
+
+    def keep_views(*args: object, **kwargs: object) -> object:
+        out = real(*args, **kwargs)
+        kept.append(out)
+        return out
+
+    data = bytes(range(256)) * 40 + b"views outlive frames " * 500
+    with frame_size(5000):
+        blob = bytepair.compress(data) * n_streams
+    monkeypatch.setattr(stream, "decode_frame", keep_views)
+    assert bytepair.decompress(blob) == data * n_streams
+    assert len(kept) == n_streams * -(-len(data) // 5000)
+    kept.clear()
+    monkeypatch.setattr(stream, "decode_frame", real)
+    assert bytepair.decompress(blob) == data * n_streams

@@ -18,7 +18,7 @@ pytest.importorskip("numba", reason="the compiled kernels need numba (pip instal
 if not jit._ready(quiet=True):  # sets numba's cache directory up before numba is imported
     pytest.skip("numba has no writable cache directory here", allow_module_level=True)
 
-from bytepair.core.kernels import crc32 as compiled  # noqa: E402
+from bytepair.core.kernels import crc32 as compiled
 
 if not compiled.AVAILABLE:
     pytest.skip("this CPU (as numba compiles for it) has no carry-less multiply", allow_module_level=True)

@@ -399,3 +399,61 @@ def test_a_code_of_one_block_is_a_literal_in_the_next() -> None:
         escapes=Escapes(np.array([2, 0]), np.array([1, 0], dtype=np.uint8), np.array([7, 8], dtype=np.uint8)),
     )
     assert tables_agree(t, message=True) == b"ab\x07ab\x08xy\xff\xfe\x01"
+
+
+def test_outputs_leave_the_compiled_decoder_its_spare_bytes() -> None:
+    """``codec.decode_frame``'s callers leave ``codec.SPARE`` bytes past each frame: as many
+    as the compiled decoder's copies may write past its end."""
+    from bytepair.container import codec
+    from bytepair.core.kernels import decode
+
+    assert codec.SPARE >= decode.SPARE == decode.W
+
+
+@pytest.mark.parametrize("mode", ["numpy", "numba"])
+def test_frames_decode_into_a_given_output(mode: str) -> None:
+    """``decode_frame(..., into)`` writes the frame at the start of ``into(orig_size)`` and
+    returns that view; the bytes past it are the caller's spare."""
+    from bytepair.container import codec
+    from bytepair.container.format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_header
+
+    data = b"spare bytes after the frame " * 300
+    blob = bytepair.compress(data)
+    header = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
+    body = blob[STREAM_HEADER_SIZE + FRAME_HEADER_SIZE :][: header.body_size]
+    out = np.full(len(data) + codec.SPARE + 5, 7, dtype=np.uint8)
+    asked: list[int] = []
+
+    def into(n: int) -> np.ndarray:
+        asked.append(n)
+        return out[5:]
+
+    with kernels(mode):
+        got = codec.decode_frame(header, body, 0, 0, into)
+    assert got.tobytes() == data and asked == [len(data)]
+    assert np.shares_memory(got, out) and out[5:].ctypes.data == got.ctypes.data
+    assert (out[:5] == 7).all()
+
+
+@pytest.mark.parametrize("mode", ["numpy", "numba"])
+def test_a_frame_whose_blocks_do_not_add_up_gets_no_output(mode: str) -> None:
+    """A frame that claims more than its block headers hold (behind a right frame CRC) is
+    refused before any output is asked for, with the numpy decoder's message."""
+    from bytepair.container import codec
+    from bytepair.container.format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, FrameHeader, unpack_frame_header
+
+    data = b"claims more than it holds " * 40
+    blob = bytepair.compress(data)
+    real = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
+    body = blob[STREAM_HEADER_SIZE + FRAME_HEADER_SIZE :][: real.body_size]
+    claimed = 1 << 26
+    fields = bytearray(real.header)
+    fields[5:9] = claimed.to_bytes(4, "little")  # orig_size, after kind and n_blocks
+    header = FrameHeader(
+        real.n_blocks, claimed, real.body_size, real.content_crc, zlib.crc32(body, zlib.crc32(fields)), bytes(fields)
+    )
+    asked: list[int] = []
+    with kernels(mode), pytest.raises(bytepair.CorruptDataError, match="frame header says") as caught:
+        codec.decode_frame(header, body, 0, 0, lambda n: asked.append(n) or np.empty(0, np.uint8))
+    assert asked == []
+    assert str(caught.value) == f"frame 0: blocks hold {len(data)} bytes, frame header says {claimed}"

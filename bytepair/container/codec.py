@@ -29,12 +29,17 @@ from .format import (
     unpack_frame_body,
 )
 
-__all__ = ["FRAME_SIZE", "block_costs", "decode_frame", "encode_frame"]
+__all__ = ["FRAME_SIZE", "SPARE", "block_costs", "decode_frame", "encode_frame"]
 
 FRAME_SIZE = 1 << 21
 """Original bytes per frame. Large enough that the decoder's fixed cost per frame
 (a few ms) is small against its work, small enough for bounded memory and
 random access."""
+
+
+SPARE = 16
+"""Bytes past a frame's end that ``decode_frame`` may write in a given output (the
+compiled decoder copies 16 bytes at a time: ``kernels.decode.SPARE``)."""
 
 
 def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
@@ -139,19 +144,14 @@ def _encode_blocks(
 
 
 def _encode_with_escapes(
-    data: npt.NDArray[np.uint8],
-    bounds: npt.NDArray[np.int64],
-    params: Params,
-    engine: EngineRunner,
-    escaped: tuple[npt.NDArray[np.uint8], Escapes] | None = None,
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params, engine: EngineRunner
 ) -> tuple[EncodedBlocks, Escapes]:
     """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask
-    (with ``escape_trial``, each block the smaller way); *escaped*: ``find_escapes``'s
-    result, when the caller has it already."""
+    (with ``escape_trial``, each block the smaller way)."""
     n_blocks = len(bounds) - 1
     if not params.escape_limit:
         return engine(data, bounds, params), Escapes.none(n_blocks)
-    changed, esc = find_escapes(data, bounds, params.escape_limit) if escaped is None else escaped
+    changed, esc = find_escapes(data, bounds, params.escape_limit)
     escaping = np.flatnonzero(esc.count)
     if not params.escape_trial or not len(escaping):
         return engine(changed, bounds, params), esc
@@ -185,20 +185,6 @@ def _pack(
     return pack_frame(_assemble(data, bounds, enc, esc), content_crc)
 
 
-def _cut(
-    data: npt.NDArray[np.uint8], block_size: int, max_distinct: int, escape_limit: int
-) -> tuple[npt.NDArray[np.int64], tuple[npt.NDArray[np.uint8], Escapes] | None]:
-    """The blocks' bounds, and their escapes when the compiled loop (``kernels.prepare``)
-    finds them in the same pass over the frame (``jit.use_numba`` allows it and
-    *escape_limit* asks for escapes); else None, for ``find_escapes`` to find them."""
-    if escape_limit and jit.use_numba(len(data)):
-        from ..core.kernels import prepare  # imports numba: only once the gate said yes
-
-        bounds, changed, esc = prepare.split_and_find_escapes(data, block_size, max_distinct, escape_limit)
-        return bounds, (changed, esc)
-    return split_blocks(data, block_size, max_distinct), None
-
-
 def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunner = run_engine) -> tuple[bytes, int]:
     """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32.
 
@@ -207,24 +193,36 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     content_crc = crc32(data)
     best = b""
     for block_size, max_distinct in params.cuttings():
-        bounds, escaped = _cut(data, block_size, max_distinct, params.escape_limit)
-        frame = _pack(data, bounds, *_encode_with_escapes(data, bounds, params, engine, escaped), content_crc)
+        bounds = split_blocks(data, block_size, max_distinct)
+        frame = _pack(data, bounds, *_encode_with_escapes(data, bounds, params, engine), content_crc)
         if not best or len(frame) < len(best):
             best = frame
     return best, content_crc
 
 
 def decode_frame(
-    header: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int
+    header: FrameHeader,
+    body: bytes | memoryview,
+    frame_index: int,
+    first_block: int,
+    into: Callable[[int], npt.NDArray[np.uint8]] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Decode and verify one frame whose header has been read: compiled when
-    ``jit.use_numba`` says so for its size (the same bytes and errors)."""
+    ``jit.use_numba`` says so for its size (the same bytes and errors).
+
+    With *into*, the frame is decoded in ``into(orig_size)`` (a writable array of
+    ``orig_size + SPARE`` bytes, asked for only once the frame's body has passed
+    some checks), and the view of its bytes returned: a caller gathering frames
+    into one buffer saves a copy (the compiled path writes there directly)."""
     if jit.use_numba(header.orig_size):
         from ..core.kernels import decode
 
-        out = decode.decode_frame_body(header, body, frame_index, first_block)
-    else:
-        out = expand(unpack_frame_body(header, body, frame_index, first_block))
-    if crc32(out) != header.content_crc:
+        return decode.decode_frame_body(header, body, frame_index, first_block, into)  # checks the content CRC too
+    decoded = expand(unpack_frame_body(header, body, frame_index, first_block))
+    if crc32(decoded) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
-    return out
+    if into is None:
+        return decoded
+    out = into(len(decoded))
+    out[: len(decoded)] = decoded
+    return out[: len(decoded)]

@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 import struct
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -58,13 +59,16 @@ _FRAME_HEADER = struct.Struct("<BIIII")  # kind, n_blocks, orig_size, body_size,
 _END = struct.Struct("<BIQI")  # kind, n_frames, total_size, total_crc
 STREAM_HEADER_SIZE = _STREAM_HEADER.size
 FRAME_HEADER_SIZE = _FRAME_HEADER.size + 4  # + frame_crc
+_FRAME_HEADER_AND_CRC = struct.Struct("<BIIIII")  # the fields, then frame_crc: a reader's one unpack
 END_SIZE = _END.size + 4  # + end_crc
 
 BLOCK_HEADER_SIZE = 9  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, code-set kind u8, n_escaped u16
 
 
-@dataclasses.dataclass(frozen=True)
-class FrameHeader:
+class FrameHeader(NamedTuple):
+    """A frame header as read (a named tuple: a reader makes one per frame, and a
+    frozen dataclass cost 1 us each)."""
+
     n_blocks: int
     orig_size: int
     body_size: int
@@ -73,8 +77,7 @@ class FrameHeader:
     header: bytes  # the fields the frame CRC covers, as read
 
 
-@dataclasses.dataclass(frozen=True)
-class StreamEnd:
+class StreamEnd(NamedTuple):
     n_frames: int
     total_size: int
     total_crc: int
@@ -150,14 +153,17 @@ def max_body_size(n_blocks: int, orig_size: int) -> int:
 
 def unpack_frame_header(buf: bytes | memoryview, offset: int, frame_index: int) -> FrameHeader:
     """Read and range-check a frame header (its kind byte already seen)."""
-    _kind, n_blocks, orig_size, body_size, content_crc = _FRAME_HEADER.unpack_from(buf, offset)
-    (frame_crc,) = struct.unpack_from("<I", buf, offset + _FRAME_HEADER.size)
-    where = f"frame {frame_index} (byte {offset})"
-    if not 1 <= orig_size <= MAX_FRAME_SIZE:
-        raise CorruptDataError(f"{where}: original size {orig_size} is out of range 1..{MAX_FRAME_SIZE}")
-    if not 1 <= n_blocks <= orig_size:
-        raise CorruptDataError(f"{where}: {n_blocks} blocks cannot hold {orig_size} bytes")
-    if not n_blocks * BLOCK_HEADER_SIZE <= body_size <= max_body_size(n_blocks, orig_size):
+    _kind, n_blocks, orig_size, body_size, content_crc, frame_crc = _FRAME_HEADER_AND_CRC.unpack_from(buf, offset)
+    if not (
+        1 <= orig_size <= MAX_FRAME_SIZE
+        and 1 <= n_blocks <= orig_size
+        and n_blocks * BLOCK_HEADER_SIZE <= body_size <= max_body_size(n_blocks, orig_size)
+    ):
+        where = f"frame {frame_index} (byte {offset})"
+        if not 1 <= orig_size <= MAX_FRAME_SIZE:
+            raise CorruptDataError(f"{where}: original size {orig_size} is out of range 1..{MAX_FRAME_SIZE}")
+        if not 1 <= n_blocks <= orig_size:
+            raise CorruptDataError(f"{where}: {n_blocks} blocks cannot hold {orig_size} bytes")
         raise CorruptDataError(f"{where}: body size {body_size} is impossible for {n_blocks} blocks")
     header = bytes(buf[offset : offset + _FRAME_HEADER.size])
     return FrameHeader(n_blocks, orig_size, body_size, content_crc, frame_crc, header)

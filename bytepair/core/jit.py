@@ -45,7 +45,10 @@ class KernelWarning(RuntimeWarning):
 
 def requested() -> str:
     """The path ``BYTEPAIR_KERNELS`` asks for; an unknown value warns once and means ``auto``."""
-    value = os.environ.get(KERNELS_ENV, "auto").strip().lower() or "auto"
+    value = os.environ.get(KERNELS_ENV, "auto")
+    if value in CHOICES:  # as written: asked on every frame decoded
+        return value
+    value = value.strip().lower() or "auto"
     if value not in CHOICES:
         _warn_once(f"{KERNELS_ENV}={value!r} is not one of {', '.join(CHOICES)}; using auto")
         return "auto"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 import numpy as np
@@ -87,7 +87,12 @@ class StreamParser:
         self.tally = StreamTally()
         self.produced_before = 0  # output of earlier streams, counted against max_length
 
-    def frames(self, buf: memoryview, pos: int) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
+    def frames(
+        self, buf: memoryview, pos: int, into: Callable[[int], npt.NDArray[np.uint8]] | None = None
+    ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
+        """With *into*, each frame is decoded in ``into(orig_size)`` (``orig_size + codec.SPARE``
+        writable bytes; ``codec.decode_frame`` asks once the frame is whole, within limits
+        and past its first checks)."""
         while not self.done:
             if not self.header_read:
                 if len(buf) - pos < STREAM_HEADER_SIZE:
@@ -115,9 +120,16 @@ class StreamParser:
                     )
                 if len(buf) < end:
                     return
-                out = decode_frame(header, buf[pos + FRAME_HEADER_SIZE : end], tally.n_frames, tally.n_blocks)
+                out = decode_frame(
+                    header,
+                    buf[pos + FRAME_HEADER_SIZE : end],
+                    tally.n_frames,
+                    tally.n_blocks,
+                    into,
+                )
                 tally.add_header(header)
                 yield end, out
+                del out  # may be a view of the caller's buffer, which must be free to grow
                 pos = end
             elif kind == KIND_END:
                 if len(buf) - pos < END_SIZE:
