@@ -53,6 +53,14 @@ def test_apply_text_is_apply_line_by_line(training: list[str], applied: list[str
     assert list(tok.apply_lines(applied)) == [Tokenizer(tok.merges).apply(line) for line in applied]
 
 
+@pytest.mark.parametrize(
+    "applied", [["a", "a"], ["a b", "c\n"], ["a\nb", "c\n"], ["x\n", "y"], ["a\n\n", "b"], ["", "a\n"]]
+)
+def test_apply_text_of_lines_without_their_ends_is_still_line_by_line(applied: list[str]) -> None:
+    tok = learn(["a b c x y", "ab ab"], 10)
+    assert "".join(tok.apply_text(applied)) == "".join(tok.apply(line) for line in applied)
+
+
 def test_apply_equals_subword_nmt_on_english(tmp_path: Path) -> None:
     text = english("canterbury/alice29.txt")
     tok = learn(text.split("\n"), 2000)

@@ -48,6 +48,14 @@ def _plain(text: str) -> bool:
     return not _OTHER_SPACE.search(text)
 
 
+def _whole_lines(batch: list[str], text: str) -> bool:
+    """Whether *text*, the join of *batch*, splits at its newlines into the lines of *batch*:
+    each line but the last ends with its newline and holds no other (``["a", "a"]`` joins to
+    one word, where applied line by line they are two)."""
+    ends = len(batch) - 1 + batch[-1].endswith("\n")
+    return text.count("\n") == ends and all(line.endswith("\n") for line in batch[:-1])
+
+
 def _batches(lines: Iterable[str], size: int = 4096) -> Iterator[list[str]]:
     batch: list[str] = []
     for line in lines:
@@ -326,7 +334,7 @@ class Tokenizer:
         """
         for batch in _batches(lines):
             text = "".join(batch)
-            if not _plain(text):
+            if not (_plain(text) and _whole_lines(batch, text)):
                 self._prepare(batch, separator)
                 yield "".join([self.apply(line, separator) for line in batch])
                 continue
