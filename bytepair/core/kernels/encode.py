@@ -411,14 +411,18 @@ def _best_rows(counts, bound, arg, stale, depth, max_depth, floor, top, top_coun
 
 @numba.njit(cache=True, nogil=True)
 def _rescan(counts, bound, arg, stale, row):  # type: ignore[no-untyped-def]
-    """The true maximum of *row* and its lowest column, in one loop that vectorises: the
-    largest of ``count << 8 | 255 - column``."""
+    """The true maximum of *row* and its lowest column: the largest count, then the
+    largest ``255 - column`` among the cells holding it, two loops over 16-bit lanes that
+    vectorise (one maximum over 64-bit keys ``count << 8 | 255 - column`` took 3x as long)."""
     cells = counts[row * 256 : row * 256 + 256]
-    best = 0
+    most = np.uint16(0)
     for c in range(256):
-        best = max(best, (int(cells[c]) << 8) | (255 - c))
-    bound[row] = best >> 8
-    arg[row] = 255 - (best & 255)
+        most = max(most, cells[c])
+    first = np.uint16(0)  # 255 - the lowest column holding most
+    for c in range(256):
+        first = max(first, np.uint16(255 - c) if cells[c] == most else np.uint16(0))
+    bound[row] = most
+    arg[row] = 255 - first
     stale[row] = False
 
 
