@@ -280,7 +280,9 @@ def _encode_block(  # type: ignore[no-untyped-def]
                 places = index[start : start + index[start - 1]]
             elif born[z] >= born[a]:  # made as (prev, z): side 0 of z, where prev was a
                 lo, hi = made_at[z, 0, 0], made_at[z, 0, 1]
-                places = _select(made[0, lo:hi], made_sym[0, lo:hi], a, scratch)
+                # unfiltered for (a, a): _replace_runs tests each place anyway, and takes runs whole
+                same = a == z
+                places = made[0, lo:hi] if same else _select(made[0, lo:hi], made_sym[0, lo:hi], a, scratch)
             else:  # made as (a, next): side 1 of a, where next was z
                 lo, hi = made_at[a, 1, 0], made_at[a, 1, 1]
                 places = _select(made[1, lo:hi], made_sym[1, lo:hi], z, scratch)
