@@ -222,11 +222,13 @@ def _escape_mark(counts, distinct, length, limit, bytes_per_free_code):  # type:
 def _escape_block(data, lo, hi, counts, limit, smallest, literals, n_literals, changed):  # type: ignore[no-untyped-def]
     """Escape the rare values of ``data[lo:hi]`` into *changed*, their originals appended to
     *literals* from *n_literals* on; returns the new end of *literals*. (A loop of its own:
-    written inline in the pass above, numba made it some twenty times slower.)"""
-    for i in range(lo, hi):
+    written inline in the pass above, numba made it some twenty times slower. Unsigned
+    indices: numba checks none for wrap-around, 1.2x for cutting and escapes.)"""
+    end = np.uint64(n_literals)
+    for i in range(np.uint64(lo), np.uint64(hi)):  # unsigned: no wrap-around checks
         v = data[i]
         if counts[v] <= limit:
-            literals[n_literals] = v
-            n_literals += 1
+            literals[end] = v
+            end += np.uint64(1)
             changed[i] = smallest
-    return n_literals
+    return np.int64(end)
