@@ -69,6 +69,20 @@ def test_runs(n: int, params: dict[str, object]) -> None:
 
 
 @pytest.mark.parametrize("params", PARAMS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_runs_of_every_length(seed: int, params: dict[str, object]) -> None:
+    """Runs of 1-40 bytes or byte pairs side by side, cut anywhere: the compiled engine
+    matches a run along its links and changes its counts once per merge."""
+    rng = np.random.default_rng(seed)
+    units = [b"a", b"b", b"\x00", b"ab", b"ba"]
+    data = b"".join(
+        units[int(u)] * int(k) for u, k in zip(rng.integers(0, 5, 300), rng.integers(1, 41, 300), strict=True)
+    )
+    cuts = sorted({0, len(data), *(int(c) for c in rng.integers(1, len(data), 4))})
+    assert_same(data, cuts, **params)
+
+
+@pytest.mark.parametrize("params", PARAMS)
 @pytest.mark.parametrize("data", [b"abab" * 50, b"ab" * 3 + b"a", b"abcabcab" * 40, b"aab" * 99, b"ABABCABCD"])
 def test_adjacent_matches(data: bytes, params: dict[str, object]) -> None:
     assert_same(data, [0, len(data)], **params)

@@ -139,8 +139,10 @@ def split_and_find_escapes(
 @numba.njit(cache=True, nogil=True)
 def _split_escapes(data, block_size, max_distinct, limit, bytes_per_free_code):  # type: ignore[no-untyped-def]
     """``_split`` and ``_escapes`` at once. The cutting loop counts each block's values
-    (a value whose count was 0 is a new one), which is all the escapes need, so the frame
-    is read once, and a second time only where a block escapes."""
+    (a value not seen before is a new one), which is all the escapes need, so the frame
+    is read once, and a second time only where a block escapes. While 64 more bytes cannot
+    reach *max_distinct* values, it takes them without testing for the limit at each byte
+    (1.11x with the lanes below, 1.16x on kennedy.xls and ptt5)."""
     n = len(data)
     room = n // max(block_size, 1) + n // max_distinct + 2
     starts = np.empty(room, dtype=np.int64)
@@ -150,21 +152,37 @@ def _split_escapes(data, block_size, max_distinct, limit, bytes_per_free_code): 
     changed = np.empty(0, dtype=np.uint8)
     n_literals = 0
     counts = np.zeros(256, dtype=np.int64)
+    # the counts in four lanes, byte i in lane i % 4, and whether each value was seen: in a
+    # run (aaaa) one count would wait for its own store at every byte
+    lanes = np.zeros(4 * 256, dtype=np.int32)
+    seen = np.zeros(256, dtype=np.bool_)
     starts[0] = 0
     n_blocks = 0
     lo = 0
     while lo < n:  # one block: its bytes up to the size limit, or to its max_distinct-th value
         end = min(lo + block_size, n)
-        counts[:] = 0
+        lanes[:] = 0
+        seen[:] = False
         distinct = 0
         i = lo
         while i < end:
-            c = counts[data[i]]
-            distinct += c == 0
-            counts[data[i]] = c + 1
+            if distinct + 64 < max_distinct and i + 64 <= end:  # 64 bytes cannot reach the limit
+                for k in range(np.uint64(i), np.uint64(i + 64)):  # unsigned: no wrap-around checks
+                    byte = np.uint64(data[k])
+                    distinct += not seen[byte]
+                    seen[byte] = True
+                    lanes[((k & np.uint64(3)) << np.uint64(8)) | byte] += 1
+                i += 64
+                continue
+            v = np.int64(data[i])
+            distinct += not seen[v]
+            seen[v] = True
+            lanes[(i & 3) * 256 + v] += 1
             i += 1
             if distinct == max_distinct:
                 break
+        for value in range(256):
+            counts[value] = lanes[value] + lanes[256 + value] + lanes[512 + value] + lanes[768 + value]
         starts[n_blocks + 1] = i
         smallest = _escape_mark(counts, distinct, i - lo, limit, bytes_per_free_code)
         if smallest >= 0:
@@ -204,11 +222,13 @@ def _escape_mark(counts, distinct, length, limit, bytes_per_free_code):  # type:
 def _escape_block(data, lo, hi, counts, limit, smallest, literals, n_literals, changed):  # type: ignore[no-untyped-def]
     """Escape the rare values of ``data[lo:hi]`` into *changed*, their originals appended to
     *literals* from *n_literals* on; returns the new end of *literals*. (A loop of its own:
-    written inline in the pass above, numba made it some twenty times slower.)"""
-    for i in range(lo, hi):
+    written inline in the pass above, numba made it some twenty times slower. Unsigned
+    indices: numba checks none for wrap-around, 1.2x for cutting and escapes.)"""
+    end = np.uint64(n_literals)
+    for i in range(np.uint64(lo), np.uint64(hi)):  # unsigned: no wrap-around checks
         v = data[i]
         if counts[v] <= limit:
-            literals[n_literals] = v
-            n_literals += 1
+            literals[end] = v
+            end += np.uint64(1)
             changed[i] = smallest
-    return n_literals
+    return np.int64(end)
