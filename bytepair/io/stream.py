@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
 import numpy as np
@@ -242,17 +242,7 @@ class BytePairCompressor:
         with self._busy:
             if self._started or self._finished:
                 raise ValueError("_compress_once needs a new compressor")
-            self._finished = True
-            try:
-                parts = [self._header()]
-                for lo in range(0, len(view), FRAME_SIZE):
-                    parts += self._counted(self._frames.add(view[lo : lo + FRAME_SIZE]))
-                parts += self._counted(self._frames.finish())
-                parts.append(self._tally.pack_end())
-                return b"".join(parts)
-            except BaseException as exc:
-                self._failed = exc
-                raise
+            return self._end([view[lo : lo + FRAME_SIZE] for lo in range(0, len(view), FRAME_SIZE)])
 
     def flush(self) -> bytes:
         """Compress what is left and end the stream; the compressor cannot be used after."""
@@ -260,18 +250,24 @@ class BytePairCompressor:
             self._refuse_if_failed()
             if self._finished:
                 raise ValueError("repeated call to flush()")
-            self._finished = True
-            try:
-                parts = [self._header()]
-                if self._pending:
-                    parts += self._counted(self._frames.add(bytes(self._pending)))
-                    self._pending.clear()
-                parts += self._counted(self._frames.finish())
-                parts.append(self._tally.pack_end())
-                return b"".join(parts)
-            except BaseException as exc:
-                self._failed = exc
-                raise
+            last = [bytes(self._pending)] if self._pending else []
+            self._pending.clear()
+            return self._end(last)
+
+    def _end(self, pieces: Sequence[bytes | memoryview]) -> bytes:
+        """What is still to come of the stream: *pieces* (at most a frame each) as its last
+        frames, then its end. A failure is kept: the compressor is unusable after it."""
+        self._finished = True
+        try:
+            parts = [self._header()]
+            for piece in pieces:
+                parts += self._counted(self._frames.add(piece))
+            parts += self._counted(self._frames.finish())
+            parts.append(self._tally.pack_end())
+            return b"".join(parts)
+        except BaseException as exc:
+            self._failed = exc
+            raise
 
 
 class BytePairDecompressor:
