@@ -58,7 +58,7 @@ class Piece:
 
 @dataclasses.dataclass(frozen=True)
 class Decoded:
-    """What a task decoded: the original bytes of its piece, and how many frames that took."""
+    """What a task decoded: the original bytes of the lines its partition holds, and how many frames that took."""
 
     data: bytes
     frames_decoded: int
