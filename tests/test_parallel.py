@@ -133,6 +133,19 @@ def test_a_slow_worker_does_not_make_frames_pile_up(monkeypatch: pytest.MonkeyPa
     assert [(frame, crc) for frame, crc, _ in finished] == expected
 
 
+def _until_a_worker_takes_one(pipeline: parallel.FramePipeline, parts: list[bytes]) -> None:
+    """Add the first two of *parts* (which queues the first) and wait until a feeder has taken
+    it: the caller's thread would run every job itself when the feeders start late."""
+    pipeline.add(parts[0])
+    pipeline.add(parts[1])
+    assert pipeline._queue is not None
+    for _ in range(10_000):
+        if not pipeline._queue.waiting:
+            return
+        time.sleep(0.001)
+    raise AssertionError("no feeder took a job in 10 s")
+
+
 class _FailingPool:
     """A worker whose every job fails."""
 
@@ -144,8 +157,10 @@ def test_a_worker_error_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(parallel, "_shared_pool", lambda workers, in_threads: _FailingPool())
     params = resolve_params(5, block_size=3000)
     pipeline = parallel.FramePipeline(params, 2)
+    parts = chunks(6, 20_000)
     with pytest.raises(MemoryError, match="worker out of memory"):
-        for part in chunks(6, 20_000):
+        _until_a_worker_takes_one(pipeline, parts)
+        for part in parts[2:]:
             pipeline.add(part)
         pipeline.finish()
 
@@ -156,8 +171,10 @@ def test_no_pool_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setattr(parallel, "_shared_pool", no_pool)
     pipeline = parallel.FramePipeline(resolve_params(5, block_size=3000), 2)
+    parts = chunks(6, 20_000)
     with pytest.raises(OSError, match="cannot start workers"):
-        for part in chunks(6, 20_000):
+        _until_a_worker_takes_one(pipeline, parts)
+        for part in parts[2:]:
             pipeline.add(part)
         pipeline.finish()
 
