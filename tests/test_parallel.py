@@ -3,6 +3,7 @@ shares of blocks come back in order, identical to one thread."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,20 +26,23 @@ def chunks(count: int, size: int) -> list[bytes]:
     return [data[i * size : (i + 1) * size] for i in range(count)]
 
 
+@pytest.mark.parametrize("last_named", [False, True], ids=["last-held", "last-given"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_pipeline_gives_every_frame_in_order(threads: int, kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pipeline_gives_every_frame_in_order(
+    threads: int, last_named: bool, kernels: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)  # the last frame is shared too
     params = resolve_params(5, block_size=3000)
     parts = chunks(6, 30_000)
     pipeline = parallel.FramePipeline(params, threads)
     finished = []
-    for n, part in enumerate(parts, 1):
+    for n, part in enumerate(parts[:-1] if last_named else parts, 1):
         now = pipeline.add(part)
         if threads == 1:
             assert len(now) == 1, "one process encodes each frame as it comes"
         finished += now
         assert len(finished) <= n - (threads > 1), "a frame is held until the next one arrives"
-    finished += pipeline.finish()
+    finished += pipeline.finish(parts[-1] if last_named else None)
     expected = [encode_frame(np.frombuffer(part, dtype=np.uint8), params) for part in parts]
     assert [(frame, crc) for frame, crc, _ in finished] == expected
     assert [length for _, _, length in finished] == [len(part) for part in parts]
@@ -109,6 +113,36 @@ def test_no_piece_of_the_last_share_under_min_tail_share(monkeypatch: pytest.Mon
     bounds = np.concatenate(([0], np.cumsum([1000] * 640)))  # six batches (128 blocks, 512 KiB)
     sizes = np.diff(bounds[parallel.share_edges(bounds, 2)])
     assert len(sizes) == 6 and sizes.max() - sizes.min() <= 2000  # pieces of the last would be 53 KB
+
+
+def test_the_last_frame_is_cut_here_before_this_thread_takes_whole_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its cutting and escapes are work only this thread does: done first, while the
+    workers take the frames before it, they are not left for the end with the workers
+    waiting. The feeders here start late, as a new thread may, waiting for the GIL."""
+    monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)
+    parts = chunks(3, 30_000)
+    started = threading.Event()
+    here: list[int] = []  # the lengths of the frames this thread encodes, in order
+    feed = parallel._WorkQueue._feed
+
+    def late_feed(queue: parallel._WorkQueue) -> None:
+        started.wait(timeout=10)
+        feed(queue)
+
+    def watched(data: Any, params: Any, *engine: Any) -> tuple[bytes, int]:
+        if threading.current_thread() is threading.main_thread():
+            here.append(len(data))
+            started.set()
+        return encode_frame(data, params, *engine)
+
+    monkeypatch.setattr(parallel._WorkQueue, "_feed", late_feed)
+    monkeypatch.setattr(parallel, "encode_frame", watched)
+    params = resolve_params(5, block_size=3000)
+    pipeline = parallel.FramePipeline(params, 2)
+    finished = [*pipeline.add(parts[0]), *pipeline.add(parts[1]), *pipeline.finish(parts[2] + b"last")]
+    assert here[0] == len(parts[2]) + 4, f"this thread encoded frames of {here} bytes, in that order"
+    expected = [encode_frame(np.frombuffer(part, dtype=np.uint8), params) for part in (*parts[:2], parts[2] + b"last")]
+    assert [(frame, crc) for frame, crc, _ in finished] == expected
 
 
 class _SlowPool:

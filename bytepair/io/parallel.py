@@ -301,12 +301,23 @@ class FramePipeline:
             pass
         return self._finished(keep=2 * self.workers)
 
-    def finish(self) -> list[Finished]:
-        """Encode what is held and wait for every frame; returns those not yet returned."""
+    def finish(self, last: bytes | bytearray | memoryview | None = None) -> list[Finished]:
+        """Encode what is held, then *last* (the stream's last frame's content, when the
+        caller knows it), and wait for every frame; returns those not yet returned.
+
+        Given *last*, this thread cuts it and finds its escapes (work no worker can
+        share) first, while the workers take the frames before it, and helps with
+        those only then: frames handed to ``add`` one after the other reach a queue
+        whose feeders may not have started yet, and this thread would otherwise run
+        one of them whole, leaving that work for the end while the workers wait."""
         queue = self._queue
-        if queue is None or self._held is None:
+        if queue is None:
+            return [] if last is None else self.add(last)
+        if self._held is not None and last is not None:
+            self._order.append((self._put(_frame_job, self._held, self.params), len(self._held)))
+        held, self._held = (self._held if last is None else last), None  # *last*: encoded before returning, no copy
+        if held is None:
             return self._finished(keep=0)
-        held, self._held = self._held, None
         data = np.frombuffer(held, dtype=np.uint8)
         share = self._share if len(data) >= 2 * MIN_SHARE else run_engine
         # the frames before it go first: they are the oldest in the queue

@@ -260,9 +260,9 @@ class BytePairCompressor:
         self._finished = True
         try:
             parts = [self._header()]
-            for piece in pieces:
+            for piece in pieces[:-1]:
                 parts += self._counted(self._frames.add(piece))
-            parts += self._counted(self._frames.finish())
+            parts += self._counted(self._frames.finish(pieces[-1] if pieces else None))
             parts.append(self._tally.pack_end())
             return b"".join(parts)
         except BaseException as exc:
