@@ -78,24 +78,3 @@ def test_corpus(corpus: str) -> None:
         data = np.fromfile(path, dtype=np.uint8)
         for block_size, max_distinct in CUTTINGS[:4]:
             assert_same(data, block_size, max_distinct, 10)
-
-
-def test_encode_frame_cuts_and_escapes_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The compiled path of ``codec.encode_frame`` takes the one pass (a merge once lost the
-    hook, and the two passes ran again), and writes the numpy path's frame."""
-    from bytepair.container import codec
-    from bytepair.core.params import LEVELS
-
-    data = np.frombuffer(b"the cat sat on the mat \xe9\xfc\x01. " * 3000, dtype=np.uint8)
-    want = [codec.encode_frame(data, LEVELS[level]) for level in (5, 7)]  # numpy (the fixture)
-    calls: list[int] = []
-    one_pass = compiled.split_and_find_escapes
-
-    def counted(*args: object, **kwargs: object) -> object:
-        calls.append(1)
-        return one_pass(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(compiled, "split_and_find_escapes", counted)
-    monkeypatch.setenv(jit.KERNELS_ENV, "numba")
-    assert [codec.encode_frame(data, LEVELS[level]) for level in (5, 7)] == want
-    assert len(calls) == 1 + len(LEVELS[7].cuttings())

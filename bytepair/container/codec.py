@@ -207,9 +207,15 @@ def _cut(
 def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunner = run_engine) -> tuple[bytes, int]:
     """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32.
 
-    Each of the level's cuttings into blocks is tried and the smallest frame kept.
+    Each of the level's cuttings into blocks is tried and the smallest frame kept. On the
+    compiled path, a level of one cutting without the escape trial (1-5) is one kernel call.
     """
     content_crc = crc32(data)
+    if engine is run_engine and not params.trials and not params.escape_trial and jit.use_numba(len(data)):
+        from ..core.kernels import frame as kernels  # imports numba: only once the gate said yes
+
+        body, n_blocks = kernels.encode_frame_body(data, params, node_budget(len(data)))
+        return frame_from_body(body.data, n_blocks, len(data), content_crc), content_crc
     best = b""
     for block_size, max_distinct in params.cuttings():
         bounds, escaped = _cut(data, block_size, max_distinct, params.escape_limit)
