@@ -128,7 +128,7 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
     bound = np.zeros(256, dtype=np.int64)
     arg = np.zeros(256, dtype=np.int64)
     stale = np.zeros(256, dtype=np.bool_)
-    run_at = np.zeros(65536, dtype=np.int32)
+    run_at = np.empty(65536, dtype=np.int32)  # every pair of a block gets its run before it is read
     # runs of the first pairs (< longest positions), each with a header
     index = np.empty(2 * longest + 16, dtype=np.uint16)
     # the pairs the matches made, per side: where each starts, and its other symbol
