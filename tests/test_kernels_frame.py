@@ -16,6 +16,7 @@ from bytepair.core.blocks import split_blocks
 from bytepair.core.engine import encode_blocks
 from bytepair.core.escape import Escapes, find_escapes
 from bytepair.core.expand import node_budget
+from bytepair.core.params import LEVELS, Params
 from tests.helpers import corpus_files
 from tests.strategies import blocky_bytes
 
@@ -24,6 +25,7 @@ if not jit._ready(quiet=True):  # sets numba's cache directory up before numba i
     pytest.skip("numba has no writable cache directory here", allow_module_level=True)
 
 from bytepair.core.kernels import frame as compiled
+from bytepair.core.kernels import prepare
 
 
 @pytest.fixture(autouse=True)
@@ -60,6 +62,11 @@ def assert_same(
     assert body.dtype == np.uint8
     assert frame_from_body(body.data, n_blocks, len(data), 1234) == want
     assert np.array_equal(compiled.block_costs(enc), codec.block_costs(enc))
+    # the whole frame in one call: cutting, escapes, engine and packing
+    params = Params(block_size, max_distinct, threshold, recycle, escape_limit=escape_limit)
+    body, n_blocks = compiled.encode_frame_body(data, params, node_budget(len(data)) if budget is None else budget)
+    assert body.dtype == np.uint8
+    assert frame_from_body(body.data, n_blocks, len(data), 1234) == want
 
 
 @pytest.mark.parametrize(("block_size", "max_distinct"), [(32768, 200), (5000, 200), (65535, 220), (300, 120), (1, 1)])
@@ -111,3 +118,27 @@ def test_corpus(corpus: str) -> None:
         data = np.fromfile(path, dtype=np.uint8)[: 1 << 18]
         for block_size, max_distinct in [(32768, 200), (8192, 120)]:
             assert_same(data, block_size, max_distinct)
+
+
+def test_encode_frame_takes_the_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the compiled path ``codec.encode_frame`` makes a frame of one cutting in one kernel
+    call, and cuts and escapes in one pass for each cutting of a trial level (a merge once
+    lost that hook, and the two passes ran again); the frames are the numpy path's."""
+    data = np.frombuffer(b"the cat sat on the mat \xe9\xfc\x01. " * 3000, dtype=np.uint8)
+    want = [codec.encode_frame(data, LEVELS[level]) for level in (5, 7)]  # numpy (the fixture)
+    calls: list[str] = []
+
+    def counted(module: object, name: str) -> None:
+        function = getattr(module, name)
+
+        def spy(*args: object) -> object:
+            calls.append(name)
+            return function(*args)
+
+        monkeypatch.setattr(module, name, spy)
+
+    counted(compiled, "encode_frame_body")
+    counted(prepare, "split_and_find_escapes")
+    monkeypatch.setenv(jit.KERNELS_ENV, "numba")
+    assert [codec.encode_frame(data, LEVELS[level]) for level in (5, 7)] == want
+    assert calls == ["encode_frame_body"] + ["split_and_find_escapes"] * len(LEVELS[7].cuttings())

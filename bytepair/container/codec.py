@@ -144,14 +144,19 @@ def _encode_blocks(
 
 
 def _encode_with_escapes(
-    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params, engine: EngineRunner
+    data: npt.NDArray[np.uint8],
+    bounds: npt.NDArray[np.int64],
+    params: Params,
+    engine: EngineRunner,
+    escaped: tuple[npt.NDArray[np.uint8], Escapes] | None = None,
 ) -> tuple[EncodedBlocks, Escapes]:
     """The blocks ``data[bounds[k]:bounds[k + 1]]`` encoded, with escapes as *params* ask
-    (with ``escape_trial``, each block the smaller way)."""
+    (with ``escape_trial``, each block the smaller way); *escaped*: ``find_escapes``'s
+    result, when the caller has it already."""
     n_blocks = len(bounds) - 1
     if not params.escape_limit:
         return engine(data, bounds, params), Escapes.none(n_blocks)
-    changed, esc = find_escapes(data, bounds, params.escape_limit)
+    changed, esc = find_escapes(data, bounds, params.escape_limit) if escaped is None else escaped
     escaping = np.flatnonzero(esc.count)
     if not params.escape_trial or not len(escaping):
         return engine(changed, bounds, params), esc
@@ -185,16 +190,36 @@ def _pack(
     return pack_frame(_assemble(data, bounds, enc, esc), content_crc)
 
 
+def _cut(
+    data: npt.NDArray[np.uint8], block_size: int, max_distinct: int, escape_limit: int
+) -> tuple[npt.NDArray[np.int64], tuple[npt.NDArray[np.uint8], Escapes] | None]:
+    """The blocks' bounds, and their escapes when the compiled loop (``kernels.prepare``)
+    finds them in the same pass over the frame (``jit.use_numba`` allows it and
+    *escape_limit* asks for escapes); else None, for ``find_escapes`` to find them."""
+    if escape_limit and jit.use_numba(len(data)):
+        from ..core.kernels import prepare  # imports numba: only once the gate said yes
+
+        bounds, changed, esc = prepare.split_and_find_escapes(data, block_size, max_distinct, escape_limit)
+        return bounds, (changed, esc)
+    return split_blocks(data, block_size, max_distinct), None
+
+
 def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunner = run_engine) -> tuple[bytes, int]:
     """Compress a non-empty run of at most ``FRAME_SIZE`` bytes; returns the frame and the content's CRC-32.
 
-    Each of the level's cuttings into blocks is tried and the smallest frame kept.
+    Each of the level's cuttings into blocks is tried and the smallest frame kept. On the
+    compiled path, a level of one cutting without the escape trial (1-5) is one kernel call.
     """
     content_crc = crc32(data)
+    if engine is run_engine and not params.trials and not params.escape_trial and jit.use_numba(len(data)):
+        from ..core.kernels import frame as kernels  # imports numba: only once the gate said yes
+
+        body, n_blocks = kernels.encode_frame_body(data, params, node_budget(len(data)))
+        return frame_from_body(body.data, n_blocks, len(data), content_crc), content_crc
     best = b""
     for block_size, max_distinct in params.cuttings():
-        bounds = split_blocks(data, block_size, max_distinct)
-        frame = _pack(data, bounds, *_encode_with_escapes(data, bounds, params, engine), content_crc)
+        bounds, escaped = _cut(data, block_size, max_distinct, params.escape_limit)
+        frame = _pack(data, bounds, *_encode_with_escapes(data, bounds, params, engine, escaped), content_crc)
         if not best or len(frame) < len(best):
             best = frame
     return best, content_crc

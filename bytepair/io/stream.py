@@ -34,6 +34,9 @@ from .parallel import Finished, FramePipeline
 
 __all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view"]
 
+_STREAM_HEADER = pack_stream_header()
+"""Every stream's first bytes: packed once (about 10 us a stream, cold)."""
+
 
 def as_byte_view(data: object) -> memoryview:
     """A flat byte view of any C-contiguous buffer (bytes, bytearray, memoryview, numpy array)."""
@@ -192,7 +195,7 @@ class BytePairCompressor:
         if self._started:
             return b""
         self._started = True
-        return pack_stream_header()
+        return _STREAM_HEADER
 
     def compress(self, data: object) -> bytes:
         """Feed *data*; returns whatever compressed bytes are ready (often ``b""``)."""

@@ -108,8 +108,10 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
     for b in range(n_blocks):
         longest = max(longest, bounds[b + 1] - bounds[b])
 
-    # the result; a merge removes at least one symbol, so a block makes fewer merges than its length
-    room = max(len(data) - n_blocks, 0)
+    # the result; a merge removes at least one symbol, so a block makes fewer merges than its
+    # length, and it has at most 255 fresh codes and MAX_RECYCLED recycled ones (this bound
+    # keeps count and expansion, 16 bytes an entry, from taking 16 bytes a byte of the frame)
+    room = max(min(len(data) - n_blocks, n_blocks * (255 + MAX_RECYCLED)), 0)
     n_merges = np.zeros(n_blocks, dtype=np.int64)
     n_fresh = np.zeros(n_blocks, dtype=np.int64)
     code = np.empty(room, dtype=np.uint8)
@@ -128,7 +130,7 @@ def _encode(data, bounds, threshold, recycle, max_depth, merges_per_step):  # ty
     bound = np.zeros(256, dtype=np.int64)
     arg = np.zeros(256, dtype=np.int64)
     stale = np.zeros(256, dtype=np.bool_)
-    run_at = np.zeros(65536, dtype=np.int32)
+    run_at = np.empty(65536, dtype=np.int32)  # every pair of a block gets its run before it is read
     # runs of the first pairs (< longest positions), each with a header
     index = np.empty(2 * longest + 16, dtype=np.uint16)
     # the pairs the matches made, per side: where each starts, and its other symbol
