@@ -345,6 +345,34 @@ def test_content_crc_is_still_checked() -> None:
     assert isinstance(streams_agree(bytes(blob)), bytepair.CorruptDataError)
 
 
+@pytest.mark.parametrize("in_kernel", [True, False], ids=["crc-in-kernel", "crc-by-zlib"])
+def test_both_crcs_are_checked_whoever_computes_them(in_kernel: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels check both CRCs where the CPU has the carry-less multiply, the caller
+    with ``zlib.crc32`` elsewhere: the same bytes and messages either way."""
+    from bytepair.core.kernels import crc32 as crc_kernel
+    from bytepair.core.kernels import decode
+
+    if in_kernel and not crc_kernel.AVAILABLE:
+        pytest.skip("this CPU (as numba compiles for it) has no carry-less multiply")
+    monkeypatch.setattr(decode, "CRC_IN_KERNEL", in_kernel)
+    for data in (b"x", b"hello world, hello world, hello world" * 100, bytes(range(256)) * 40):
+        blob = bytepair.compress(data)
+        assert streams_agree(blob, message=True) == data
+        frame = 8
+        damaged = bytearray(blob)
+        damaged[frame + 21] ^= 4  # the body's first byte: the frame CRC fails
+        got = streams_agree(bytes(damaged), message=True)
+        assert isinstance(got, bytepair.CorruptDataError) and "frame checksum mismatch" in str(got)
+        damaged = bytearray(blob)
+        damaged[frame + 13] ^= 1  # the content CRC, the frame CRC made right again
+        body_size = int.from_bytes(damaged[frame + 9 : frame + 13], "little")
+        body = bytes(damaged[frame + 21 : frame + 21 + body_size])
+        crc = zlib.crc32(body, zlib.crc32(bytes(damaged[frame : frame + 17])))
+        damaged[frame + 17 : frame + 21] = crc.to_bytes(4, "little")
+        got = streams_agree(bytes(damaged), message=True)
+        assert str(got) == "frame 0: decoded data fails its CRC-32 check"
+
+
 def with_body_edit(blob: bytes, at: int, value: int) -> bytes:
     """*blob* with byte *at* of its first frame's body set to *value*, the frame CRC made right again."""
     frame = 8

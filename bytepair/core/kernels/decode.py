@@ -39,7 +39,6 @@ wrong, in which block, with which values) and the Python caller raises from it.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -51,12 +50,12 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ..._errors import CorruptDataError
-from ...container.crc import crc32
 from ...container.format import _CODES_PER_RUN as CODES_PER_RUN
 from ...container.format import CODE_SET_BITMAP, MAX_RUNS, FrameHeader
 from ..escape import Escapes
 from ..expand import NODE_BUDGET, expand_numpy, node_budget
 from ..tables import PairTables
+from . import crc32 as crc_kernel
 
 __all__ = ["SPARE", "check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
 
@@ -82,6 +81,23 @@ WRONG_SIZE = 13  # (sum,): the blocks hold another size than the frame header sa
 BAD_SET_HEADER = 14  # impossible code-set header
 BAD_RUNS = 15  # fresh code runs that do not describe the block's codes
 BAD_BITMAP = 16  # a code bitmap that does not match the code count
+CONTENT_CRC = 17  # the frame's bytes fail their CRC-32
+
+NO_CRC = -1
+"""A CRC argument that means: not checked here (the caller checks it with ``zlib.crc32``)."""
+
+CRC_IN_KERNEL = crc_kernel.AVAILABLE
+"""Whether the kernels check both CRCs themselves (with the carry-less multiply); elsewhere
+the caller does, with ``zlib.crc32``: a byte-at-a-time loop here would read 1 GB/s or less."""
+
+if CRC_IN_KERNEL:
+    _crc32 = crc_kernel.crc32
+else:  # the carry-less multiply must not even be compiled for a CPU without it
+
+    @numba.njit(cache=True, nogil=True)
+    def _crc32(data: npt.NDArray[np.uint8], value: int = 0) -> int:
+        """Never called with a CRC to check (see ``CRC_IN_KERNEL``)."""
+        return 0
 
 
 @intrinsic
@@ -389,6 +405,24 @@ def u16(raw: npt.NDArray[np.uint8], at: int) -> np.int64:
 
 
 @numba.njit(cache=True, nogil=True)
+def frame_check(raw: npt.NDArray[np.uint8], start: int, frame_crc: int, nb: int) -> int:
+    """What the *nb* block headers at the start of the body *raw* add up to, once its CRC-32
+    (continued from *start*, the header's) is *frame_crc* (``NO_CRC``: checked by the
+    caller); -1 when it is not, -2 when the body is too short to hold the block lengths.
+
+    One call for both: each call of a compiled function costs a few microseconds when
+    its code is cold, as it is right after a compression."""
+    if frame_crc != NO_CRC and _crc32(raw, start) != frame_crc:
+        return -1
+    if len(raw) < 2 * nb:
+        return -2
+    total = 0
+    for b in range(nb):
+        total += int(u16(raw, 2 * b))
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
 def decode_body(
     raw: npt.NDArray[np.uint8],
     nb: int,
@@ -397,14 +431,16 @@ def decode_body(
     codes_per_run: int,
     status: npt.NDArray[np.int64],
     out: npt.NDArray[np.uint8],
+    content_crc: int,
 ) -> npt.NDArray[np.uint8]:
     """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus 16 spare
     (which hold junk after): written to *out* when it is that long, else to an array
     made once the columns and merges passed their checks; returns the array written.
 
     The columns are read and checked as ``unpack_frame_body`` does, in the same
-    order, then the blocks go through :func:`decode_blocks`. On damage, *status*
-    says what is wrong (and the array returned may hold anything).
+    order, then the blocks go through :func:`decode_blocks`, then the bytes' CRC-32
+    must be *content_crc* (unless that is ``NO_CRC``). On damage, *status* says what
+    is wrong (and the array returned may hold anything).
     """
     if len(raw) < 9 * nb:
         fail(status, SHORT_BODY, 0)
@@ -548,10 +584,13 @@ def decode_body(
             mark += 1
     payload = raw[payload_at:end]
     literals = raw[literals_at:payload_at]
-    return decode_blocks(
+    out = decode_blocks(
         orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, n_escaped, esc_mark, literals, budget,
         status, out
     )  # fmt: skip
+    if status[0] == OK and content_crc != NO_CRC and _crc32(out[:orig_size], 0) != content_crc:
+        fail(status, CONTENT_CRC, 0)
+    return out
 
 
 def decode_frame_body(
@@ -567,36 +606,36 @@ def decode_frame_body(
     writable bytes), asked for only once the frame CRC is right and the block
     lengths add up to ``orig_size``: a frame that claims a large size in a few
     bytes gets no output before its columns are checked. Both CRCs are
-    ``zlib.crc32``'s, taken by ``container.crc.crc32`` (folded, where the processor can)."""
+    ``zlib.crc32``'s, checked in the kernels where the processor has the carry-less
+    multiply, else here with ``zlib.crc32``."""
     raw = np.frombuffer(body, dtype=np.uint8)
     if raw.flags.writeable:  # one array type for the kernels, so they are compiled once
         raw = raw.view()
         raw.flags.writeable = False
-    if crc32(raw, zlib.crc32(header.header)) != header.frame_crc:
-        raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
     size, nb = header.orig_size, header.n_blocks
+    start = zlib.crc32(header.header)
+    if CRC_IN_KERNEL:
+        total = frame_check(raw, start, header.frame_crc, nb)
+        content_crc = header.content_crc
+    else:
+        total = frame_check(raw, start, NO_CRC, nb) if zlib.crc32(body, start) == header.frame_crc else -1
+        content_crc = NO_CRC
+    if total == -1:
+        raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
     out = _NO_OUTPUT  # the kernel makes its own, once the columns and merges passed
-    if into is not None and len(raw) >= 2 * nb and _block_lengths_total(body, nb) == size:
+    if into is not None and total == size:
         out = into(size)
     status = np.zeros(5, dtype=np.int64)
-    out = decode_body(raw, nb, size, node_budget(size), CODES_PER_RUN, status, out)
+    out = decode_body(raw, nb, size, node_budget(size), CODES_PER_RUN, status, out, content_crc)
     if status[0] != OK:
         raise _error(status, first_block, nb, f"frame {frame_index}")
     out = out[:size]
-    if crc32(out, 0) != header.content_crc:
+    if not CRC_IN_KERNEL and zlib.crc32(out.data) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out
 
 
 _NO_OUTPUT = np.empty(0, dtype=np.uint8)
-
-
-def _block_lengths_total(body: bytes | memoryview, nb: int) -> int:
-    """What the *nb* block headers at the start of *body* add up to (without numpy's
-    reduction, whose call cost several microseconds a frame right after a compression)."""
-    if nb == 1:
-        return body[0] | body[1] << 8
-    return sum(struct.unpack_from(f"<{nb}H", body))
 
 
 def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
@@ -673,6 +712,7 @@ def _error(status: npt.NDArray[np.int64], first_block: int, n_blocks: int, frame
         WRONG_TOTAL: f"{block}: expands to {x} bytes, header says {y}",
         ESCAPE_COUNT: f"{block}: holds its escape mark {x} times, its header says {y} escaped bytes",
         SHORT_BODY: f"{frame}: body is shorter than its columns",
+        CONTENT_CRC: f"{frame}: decoded data fails its CRC-32 check",
         LONG_BODY: f"{frame}: {x} bytes after the last payload",
         BAD_LENGTHS: f"{block}: impossible lengths in the block header",
         WRONG_SIZE: f"{frame}: blocks hold {x} bytes, frame header says {y}",
