@@ -200,6 +200,10 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     return best, content_crc
 
 
+_decode_compiled: Callable[..., npt.NDArray[np.uint8]] | None = None
+"""``core.kernels.decode.decode_frame_body``, once ``jit.use_numba`` said yes."""
+
+
 def decode_frame(
     header: FrameHeader,
     body: bytes | memoryview,
@@ -215,9 +219,12 @@ def decode_frame(
     some checks), and the view of its bytes returned: a caller gathering frames
     into one buffer saves a copy (the compiled path writes there directly)."""
     if jit.use_numba(header.orig_size):
-        from ..core.kernels import decode
+        global _decode_compiled
+        if _decode_compiled is None:  # imported once: an import statement costs microseconds a frame
+            from ..core.kernels import decode
 
-        return decode.decode_frame_body(header, body, frame_index, first_block, into)  # checks the content CRC too
+            _decode_compiled = decode.decode_frame_body
+        return _decode_compiled(header, body, frame_index, first_block, into)  # checks both CRCs
     decoded = expand(unpack_frame_body(header, body, frame_index, first_block))
     if crc32(decoded) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
