@@ -485,3 +485,33 @@ def test_a_frame_whose_blocks_do_not_add_up_gets_no_output(mode: str) -> None:
         codec.decode_frame(header, body, 0, 0, lambda n: asked.append(n) or np.empty(0, np.uint8))
     assert asked == []
     assert str(caught.value) == f"frame 0: blocks hold {len(data)} bytes, frame header says {claimed}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.data())
+def test_escaped_bytes_go_back_where_the_mark_is(block: bytes, data: st.DataObject) -> None:
+    """``restore_escapes`` against a plain loop: any block, anywhere in an output with any
+    number of bytes after it (the 64-byte compares must stop short of the output's end and
+    ignore what follows the block), too few literals refused."""
+    from bytepair.core.kernels import decode
+
+    mark = data.draw(st.sampled_from(sorted(set(block))))
+    before = data.draw(st.integers(0, 70))
+    after = data.draw(st.integers(0, 70))
+    out = np.frombuffer(bytes([mark]) * before + block + bytes([mark]) * after, np.uint8).copy()
+    held = block.count(mark)
+    short = data.draw(st.booleans())
+    literals = np.arange(held + 3, dtype=np.uint8)[: held - 1 if short else held]
+    want = bytearray(block)
+    k = 0
+    for i, value in enumerate(block):
+        if value == mark and k < len(literals):
+            want[i] = literals[k]
+            k += 1
+    got = decode.restore_escapes(out, before, before + len(block), mark, literals, 0, len(literals))
+    if short:
+        assert got == -1
+    else:
+        assert got == held
+        assert out[before : before + len(block)].tobytes() == bytes(want)
+        assert (out[:before] == mark).all() and (out[before + len(block) :] == mark).all()

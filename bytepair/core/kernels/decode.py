@@ -43,6 +43,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+import llvmlite.ir as ir
 import numba
 import numpy as np
 import numpy.typing as npt
@@ -157,6 +158,100 @@ def fail(status: npt.NDArray[np.int64], kind: int, block: int, x: int = 0, y: in
     return -1
 
 
+@intrinsic
+def _equal_mask64(typingctx: Any, arr: Any, at: Any, value: Any) -> Any:
+    """Bit k set where ``arr[at + k] == value``, for k < 64: one 64-byte compare
+    (a mask register with AVX-512, two 32-byte compares with AVX2)."""
+    sig = types.uint64(arr, types.intp, types.uint8)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        vec = ir.VectorType(ir.IntType(8), 64)
+        where = builder.bitcast(builder.gep(array.data, [args[1]]), vec.as_pointer())
+        chunk = builder.load(where, align=1)
+        splat = builder.insert_element(ir.Constant(vec, None), args[2], ir.Constant(ir.IntType(32), 0))
+        splat = builder.shuffle_vector(
+            splat, ir.Constant(vec, None), ir.Constant(ir.VectorType(ir.IntType(32), 64), [0] * 64)
+        )
+        equal = builder.icmp_unsigned("==", chunk, splat)
+        return builder.bitcast(equal, ir.IntType(64))
+
+    return sig, codegen
+
+
+@intrinsic
+def _lowest_bit(typingctx: Any, x: Any) -> Any:
+    """The index of the lowest set bit of a nonzero uint64 (``llvm.cttz``)."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i64 = ir.IntType(64)
+        cttz = cgutils.get_or_insert_function(  # type: ignore[no-untyped-call]
+            builder.module, ir.FunctionType(i64, [i64, ir.IntType(1)]), "llvm.cttz.i64"
+        )
+        return builder.call(cttz, [args[0], ir.Constant(ir.IntType(1), 1)])
+
+    return sig, codegen
+
+
+if getattr(numba.config, "BOUNDSCHECK", None):
+
+    @numba.njit(cache=True, nogil=True)
+    def equal_mask64(arr: npt.NDArray[np.uint8], at: int, value: np.uint8) -> np.uint64:
+        mask = np.uint64(0)
+        for k in range(64):
+            if arr[at + k] == value:
+                mask |= np.uint64(1) << np.uint64(k)
+        return mask
+
+else:
+
+    @numba.njit(cache=True, nogil=True)
+    def equal_mask64(arr: npt.NDArray[np.uint8], at: int, value: np.uint8) -> np.uint64:
+        """Bit k set where ``arr[at + k] == value`` (``arr[at : at + 64]`` inside *arr*)."""
+        return _equal_mask64(arr, at, value)  # type: ignore[call-arg]
+
+
+@numba.njit(cache=True, nogil=True)
+def restore_escapes(
+    out: npt.NDArray[np.uint8],
+    start: int,
+    end: int,
+    mark: np.uint8,
+    literals: npt.NDArray[np.uint8],
+    lit: int,
+    lit_end: int,
+) -> int:
+    """Put ``literals[lit:lit_end]`` back where ``out[start:end]`` holds *mark*, in order;
+    returns the next literal's index, or -1 when the block holds the mark more often.
+
+    Every mark in a block's expansion is an escape (the format counts them so), so a
+    scan 64 bytes at a time finds them: cheaper than noting each expansion's mark
+    offsets as its table is built and testing each payload symbol for them."""
+    pos = start
+    limit = len(out) - 64  # a compare may read past the block, not past out
+    while pos < end:
+        if pos <= limit:
+            mask = equal_mask64(out, pos, mark)
+            if end - pos < 64:
+                mask &= (np.uint64(1) << np.uint64(end - pos)) - np.uint64(1)
+            while mask:
+                if lit == lit_end:
+                    return -1
+                out[pos + np.int64(_lowest_bit(mask))] = literals[lit]  # type: ignore[call-arg]
+                lit += 1
+                mask &= mask - np.uint64(1)
+            pos += 64
+        else:
+            if out[pos] == mark:
+                if lit == lit_end:
+                    return -1
+                out[pos] = literals[lit]
+                lit += 1
+            pos += 1
+    return lit
+
+
 @numba.njit(cache=True, nogil=True)
 def check_blocks(
     orig_len: npt.NDArray[np.int64],
@@ -261,7 +356,8 @@ def write_blocks(
     block's length and escaped bytes exactly (what was written is then junk).
 
     (Checking here rather than in a payload pass of its own made the decoding of
-    text a third faster: each symbol is read once.)"""
+    text a third faster: each symbol is read once.) A block's escaped bytes go back
+    once it is written, where its expansion holds the mark (:func:`restore_escapes`)."""
     # table[0:256] holds the literals, then a block's merges' expansions back to back
     table = np.empty(256 + most_nodes + 2 * W, dtype=np.uint8)
     for v in range(256):
@@ -269,13 +365,9 @@ def write_blocks(
     # what each byte value means, as things stand: the literal itself at first
     start = np.arange(256, dtype=np.int64)  # where its expansion starts in table
     length = np.ones(256, dtype=np.int64)
-    # where the escape marks are in each expansion: marks[v] offsets from mark_at[mark_start[v]] on
-    mark_at = np.empty(most_nodes + 1, dtype=np.int64)
-    mark_start = np.zeros(256, dtype=np.int64)
-    marks = np.zeros(256, dtype=np.int64)
     # the same in one number, for one load per payload symbol: where the expansion
-    # starts (high 32 bits), its length (then) and whether it holds marks (lowest bit)
-    packed = (start << 32) | (length << 1)
+    # starts (high 32 bits) and its length
+    packed = (start << 32) | length
     m0 = 0
     p0 = 0
     d = 0  # where the next byte goes in out
@@ -289,14 +381,7 @@ def write_blocks(
             d += payload_len[b]
             p0 += payload_len[b]
             continue
-        mark = esc_mark[b]
-        if escaping:
-            marks[mark] = 1
-            mark_start[mark] = 0
-            mark_at[0] = 0
-            packed[mark] |= 1
         at = 256
-        mark_end = 1
         for m in range(m0, m0 + n_merges[b]):
             lv, rv = left[m], right[m]
             # read both operands before redefining the code (it may be one of them)
@@ -304,48 +389,32 @@ def write_blocks(
             copy_over(table, at, table, ls, ln)
             copy_over(table, at + ln, table, rs, rn)
             c = code[m]
-            if escaping:
-                lm, rm = mark_start[lv], mark_start[rv]
-                first = mark_end
-                for j in range(lm, lm + marks[lv]):
-                    mark_at[mark_end] = mark_at[j]
-                    mark_end += 1
-                for j in range(rm, rm + marks[rv]):
-                    mark_at[mark_end] = mark_at[j] + ln
-                    mark_end += 1
-                mark_start[c] = first
-                marks[c] = mark_end - first
             start[c] = at
             length[c] = ln + rn
-            packed[c] = (at << 32) | ((ln + rn) << 1) | (marks[c] > 0)
+            packed[c] = (at << 32) | (ln + rn)
             at += ln + rn
         end = d + orig_len[b]
-        lit_end = lit + esc_count[b]
         symbols = payload[p0 : p0 + payload_len[b]]
         for v in symbols:
             what = packed[v]
-            n = (what & 0xFFFFFFFF) >> 1
+            n = what & 0xFFFFFFFF
             if d + n > end:
                 return False
             copy_over(out, d, table, what >> 32, n)
-            if what & 1:  # put back the escaped bytes this expansion covers
-                if lit + marks[v] > lit_end:
-                    return False
-                for j in range(mark_start[v], mark_start[v] + marks[v]):
-                    out[d + mark_at[j]] = esc_literals[lit]
-                    lit += 1
             d += n
-        if d != end or lit != lit_end:
+        if d != end:
             return False
+        if escaping:
+            lit_end = lit + esc_count[b]
+            lit = restore_escapes(out, end - orig_len[b], end, esc_mark[b], esc_literals, lit, lit_end)
+            if lit != lit_end:
+                return False
         # the byte values this block redefined are literals again for the next
         for m in range(m0, m0 + n_merges[b]):
             c = code[m]
             start[c] = c
             length[c] = 1
-            marks[c] = 0
-            packed[c] = (np.int64(c) << 32) | 2
-        marks[mark] = 0
-        packed[mark] = (np.int64(mark) << 32) | 2
+            packed[c] = (np.int64(c) << 32) | 1
         m0 += n_merges[b]
         p0 += payload_len[b]
     return True
