@@ -183,19 +183,33 @@ def _equal_mask64(typingctx: Any, arr: Any, at: Any, value: Any) -> Any:
     return sig, codegen
 
 
-@intrinsic
-def _lowest_bit(typingctx: Any, x: Any) -> Any:
-    """The index of the lowest set bit of a nonzero uint64 (``llvm.cttz``)."""
-    sig = types.uint64(types.uint64)
+def _bit_intrinsic(name: str, doc: str) -> Any:
+    """A uint64 -> uint64 intrinsic calling ``llvm.<name>.i64`` (cttz, ctpop)."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        i64 = ir.IntType(64)
-        cttz = cgutils.get_or_insert_function(  # type: ignore[no-untyped-call]
-            builder.module, ir.FunctionType(i64, [i64, ir.IntType(1)]), "llvm.cttz.i64"
-        )
-        return builder.call(cttz, [args[0], ir.Constant(ir.IntType(1), 1)])
+    @intrinsic
+    def bits(typingctx: Any, x: Any) -> Any:
+        sig = types.uint64(types.uint64)
 
-    return sig, codegen
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            i64 = ir.IntType(64)
+            if name == "cttz":  # its second operand: a zero input is undefined (never passed)
+                fn = cgutils.get_or_insert_function(  # type: ignore[no-untyped-call]
+                    builder.module, ir.FunctionType(i64, [i64, ir.IntType(1)]), "llvm.cttz.i64"
+                )
+                return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 1)])
+            fn = cgutils.get_or_insert_function(  # type: ignore[no-untyped-call]
+                builder.module, ir.FunctionType(i64, [i64]), f"llvm.{name}.i64"
+            )
+            return builder.call(fn, [args[0]])
+
+        return sig, codegen
+
+    bits.__doc__ = doc
+    return bits
+
+
+_lowest_bit = _bit_intrinsic("cttz", "The index of the lowest set bit of a nonzero uint64.")
+_bit_count = _bit_intrinsic("ctpop", "How many bits of a uint64 are set.")
 
 
 if getattr(numba.config, "BOUNDSCHECK", None):
@@ -239,12 +253,17 @@ def restore_escapes(
             mask = equal_mask64(out, pos, mark)
             if end - pos < 64:
                 mask &= (np.uint64(1) << np.uint64(end - pos)) - np.uint64(1)
-            while mask:
-                if lit == lit_end:
+            if mask:
+                found = int(_bit_count(mask))
+                if lit + found > lit_end:
                     return -1
-                out[pos + np.int64(_lowest_bit(mask))] = literals[lit]  # type: ignore[call-arg]
-                lit += 1
-                mask &= mask - np.uint64(1)
+                # unsigned indices: numba checks no wrap-around then
+                at, k = np.uint64(pos), np.uint64(lit)
+                while mask:
+                    out[at + _lowest_bit(mask)] = literals[k]
+                    k += np.uint64(1)
+                    mask &= mask - np.uint64(1)
+                lit += found
             pos += 64
         else:
             if out[pos] == mark:
