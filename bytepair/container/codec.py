@@ -37,9 +37,9 @@ FRAME_SIZE = 1 << 21
 random access."""
 
 
-SPARE = 16
+SPARE = 32
 """Bytes past a frame's end that ``decode_frame`` may write in a given output (the
-compiled decoder copies 16 bytes at a time: ``kernels.decode.SPARE``)."""
+compiled decoder copies 32 bytes at a time: ``kernels.decode.SPARE``)."""
 
 
 def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:

@@ -21,7 +21,7 @@ two passes:
 2. **Write** (:func:`write_blocks`), block by block: each merge's expansion, in
    creation order, into a table (an operand means what it means at that moment,
    so a recycled code is simply redefined); then each payload symbol's
-   expansion, copied 16 bytes at a time into the output, which has 16 spare
+   expansion, copied 32 bytes at a time into the output, which has 32 spare
    bytes at its end. A short expansion writes past its end; the next symbol
    overwrites that. The escaped bytes go back in as their symbols are written.
    Each symbol's length is checked against what is left of its block before its
@@ -60,8 +60,10 @@ from . import crc32 as crc_kernel
 
 __all__ = ["SPARE", "check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
 
-W = 16
-"""Bytes per copy: one 16-byte load and store, however short the expansion."""
+W = 32
+"""Bytes per copy: one 32-byte load and store, however short the expansion (16 until
+2026-11-27: expansions of 17-32 bytes then took a second copy behind a branch that a
+predictor cannot learn on binary files)."""
 SPARE = W
 """Bytes an output needs past its end: a copy may write that far."""
 
@@ -102,8 +104,8 @@ else:  # the carry-less multiply must not even be compiled for a CPU without it
 
 
 @intrinsic
-def _move16(typingctx: Any, dst: Any, d: Any, src: Any, s: Any) -> Any:
-    """``memmove(&dst[d], &src[s], 16)``: LLVM makes it one 16-byte load and one store."""
+def _move(typingctx: Any, dst: Any, d: Any, src: Any, s: Any) -> Any:
+    """``memmove(&dst[d], &src[s], W)``: LLVM makes it one W-byte load and one store."""
     sig = types.void(dst, types.intp, src, types.intp)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -122,29 +124,29 @@ if getattr(numba.config, "BOUNDSCHECK", None):
     # numba's cache does not key on this setting: give such a run its own NUMBA_CACHE_DIR.
 
     @numba.njit(cache=True, nogil=True)
-    def copy16(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
+    def copy_word(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
         for i in range(W):
             dst[d + i] = src[s + i]
 
 else:
 
     @numba.njit(cache=True, nogil=True)
-    def copy16(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
-        """``dst[d : d + 16] = src[s : s + 16]``, both ranges inside their arrays.
+    def copy_word(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
+        """``dst[d : d + W] = src[s : s + W]``, both ranges inside their arrays.
 
-        One 16-byte move: about 0.55 ns a symbol where a loop of 16 byte copies
+        One move: about 0.55 ns a symbol where a loop of 16 byte copies
         took 3-6.5 ns (numba checks each signed index for wrap-around).
         """
-        _move16(dst, d, src, s)  # type: ignore[call-arg]
+        _move(dst, d, src, s)  # type: ignore[call-arg]
 
 
 @numba.njit(cache=True, nogil=True)
 def copy_over(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int, n: int) -> None:
-    """Copy *n* bytes in 16-byte pieces: writes up to 15 bytes past ``d + n``."""
-    copy16(dst, d, src, s)
+    """Copy *n* bytes in W-byte pieces: writes up to W - 1 bytes past ``d + n``."""
+    copy_word(dst, d, src, s)
     if n > W:  # rare: most expansions are short
         for k in range(W, n, W):
-            copy16(dst, d + k, src, s + k)
+            copy_word(dst, d + k, src, s + k)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -372,7 +374,7 @@ def write_blocks(
     most_nodes: int,
     out: npt.NDArray[np.uint8],
 ) -> bool:
-    """Pass 2: write every block into *out* (its length plus 16 spare bytes), escapes
+    """Pass 2: write every block into *out* (its length plus W spare bytes), escapes
     restored; only after :func:`check_blocks` passed on the merges, which makes
     every table copy fit. Each payload copy is checked to fit its block before
     it is made; returns False at the first payload that does not expand to its
@@ -460,7 +462,7 @@ def decode_blocks(
     status: npt.NDArray[np.int64],
     out: npt.NDArray[np.uint8],
 ) -> npt.NDArray[np.uint8]:
-    """The blocks written into *out*, or into an array of their length plus 16 spare
+    """The blocks written into *out*, or into an array of their length plus W spare
     bytes made once the merges passed their checks when *out* is shorter; returns
     the array written (on damage, with *status* saying what is wrong).
 
@@ -525,7 +527,7 @@ def decode_body(
     out: npt.NDArray[np.uint8],
     content_crc: int,
 ) -> npt.NDArray[np.uint8]:
-    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus 16 spare
+    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus W spare
     (which hold junk after): written to *out* when it is that long, else to an array
     made once the columns and merges passed their checks; returns the array written.
 
