@@ -223,8 +223,11 @@ def decode_frame(
         if _decode_compiled is None:  # imported once: an import statement costs microseconds a frame
             from ..core.kernels import decode
 
+            decode.load_kernels()  # on its own arrays, not the caller's buffer
             _decode_compiled = decode.decode_frame_body
-        return _decode_compiled(header, body, frame_index, first_block, into)  # checks both CRCs
+        out = _decode_compiled(header, body, frame_index, first_block, into)  # checks both CRCs
+        del body  # this frame may outlive the call, held by numba (see ``decode.load_kernels``)
+        return out
     decoded = expand(unpack_frame_body(header, body, frame_index, first_block))
     if crc32(decoded) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")

@@ -58,7 +58,7 @@ from ..expand import NODE_BUDGET, expand_numpy, node_budget
 from ..tables import PairTables
 from . import crc32 as crc_kernel
 
-__all__ = ["SPARE", "check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
+__all__ = ["SPARE", "check_blocks", "decode_body", "decode_frame_body", "expand", "load_kernels", "write_blocks"]
 
 W = 32
 """Bytes per copy: one 32-byte load and store, however short the expansion (16 until
@@ -730,6 +730,19 @@ def decode_frame_body(
 
 
 _NO_OUTPUT = np.empty(0, dtype=np.uint8)
+
+
+def load_kernels() -> None:
+    """Compile, or load from numba's cache, the kernels :func:`decode_frame_body` calls, on
+    arrays of our own, before any caller's buffer is passed to them.
+
+    A call that compiles or loads a kernel can leave numba's frames, which hold that
+    call's arguments, in a reference cycle until the collector runs: had they held a view
+    of a ``bytearray`` (``BytePairDecompressor``'s input), it could not be resized then."""
+    raw = np.zeros(0, dtype=np.uint8)
+    raw.flags.writeable = False
+    frame_check(raw, 0, NO_CRC, 0)
+    decode_body(raw, 1, 1, node_budget(1), CODES_PER_RUN, np.zeros(5, dtype=np.int64), _NO_OUTPUT, NO_CRC)
 
 
 def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
