@@ -30,7 +30,12 @@ def _bytes(n: int, seed: int) -> bytes:
     return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
 
 
-@pytest.mark.parametrize("n", [0, 1, 3, 4, 15, 16, 63, 64, 65, 127, 128, 191, 192, 255, 256, 257, 4096, 65_537])
+# the 128-bit folds (64 bytes a group), then the 512-bit ones (four groups a step, groups left one by one)
+FOLD_LENGTHS = [0, 1, 3, 4, 15, 16, 63, 64, 65, 127, 128, 191, 192, 255, 256, 257, 319, 320, 383, 384, 447, 448, 511,
+                512, 513, 575, 576, 767, 768, 1023, 1024, 1087, 4096, 65_537]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", FOLD_LENGTHS)
 def test_every_length_around_the_folds(n: int) -> None:
     data = _bytes(n, n)
     for value in STARTS:

@@ -345,6 +345,34 @@ def test_content_crc_is_still_checked() -> None:
     assert isinstance(streams_agree(bytes(blob)), bytepair.CorruptDataError)
 
 
+@pytest.mark.parametrize("in_kernel", [True, False], ids=["crc-in-kernel", "crc-by-zlib"])
+def test_both_crcs_are_checked_whoever_computes_them(in_kernel: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels check both CRCs where the CPU has the carry-less multiply, the caller
+    with ``zlib.crc32`` elsewhere: the same bytes and messages either way."""
+    from bytepair.core.kernels import crc32 as crc_kernel
+    from bytepair.core.kernels import decode
+
+    if in_kernel and not crc_kernel.AVAILABLE:
+        pytest.skip("this CPU (as numba compiles for it) has no carry-less multiply")
+    monkeypatch.setattr(decode, "CRC_IN_KERNEL", in_kernel)
+    for data in (b"x", b"hello world, hello world, hello world" * 100, bytes(range(256)) * 40):
+        blob = bytepair.compress(data)
+        assert streams_agree(blob, message=True) == data
+        frame = 8
+        damaged = bytearray(blob)
+        damaged[frame + 21] ^= 4  # the body's first byte: the frame CRC fails
+        got = streams_agree(bytes(damaged), message=True)
+        assert isinstance(got, bytepair.CorruptDataError) and "frame checksum mismatch" in str(got)
+        damaged = bytearray(blob)
+        damaged[frame + 13] ^= 1  # the content CRC, the frame CRC made right again
+        body_size = int.from_bytes(damaged[frame + 9 : frame + 13], "little")
+        body = bytes(damaged[frame + 21 : frame + 21 + body_size])
+        crc = zlib.crc32(body, zlib.crc32(bytes(damaged[frame : frame + 17])))
+        damaged[frame + 17 : frame + 21] = crc.to_bytes(4, "little")
+        got = streams_agree(bytes(damaged), message=True)
+        assert str(got) == "frame 0: decoded data fails its CRC-32 check"
+
+
 def with_body_edit(blob: bytes, at: int, value: int) -> bytes:
     """*blob* with byte *at* of its first frame's body set to *value*, the frame CRC made right again."""
     frame = 8
@@ -457,3 +485,33 @@ def test_a_frame_whose_blocks_do_not_add_up_gets_no_output(mode: str) -> None:
         codec.decode_frame(header, body, 0, 0, lambda n: asked.append(n) or np.empty(0, np.uint8))
     assert asked == []
     assert str(caught.value) == f"frame 0: blocks hold {len(data)} bytes, frame header says {claimed}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.data())
+def test_escaped_bytes_go_back_where_the_mark_is(block: bytes, data: st.DataObject) -> None:
+    """``restore_escapes`` against a plain loop: any block, anywhere in an output with any
+    number of bytes after it (the 64-byte compares must stop short of the output's end and
+    ignore what follows the block), too few literals refused."""
+    from bytepair.core.kernels import decode
+
+    mark = data.draw(st.sampled_from(sorted(set(block))))
+    before = data.draw(st.integers(0, 70))
+    after = data.draw(st.integers(0, 70))
+    out = np.frombuffer(bytes([mark]) * before + block + bytes([mark]) * after, np.uint8).copy()
+    held = block.count(mark)
+    short = data.draw(st.booleans())
+    literals = np.arange(held + 3, dtype=np.uint8)[: held - 1 if short else held]
+    want = bytearray(block)
+    k = 0
+    for i, value in enumerate(block):
+        if value == mark and k < len(literals):
+            want[i] = literals[k]
+            k += 1
+    got = decode.restore_escapes(out, before, before + len(block), mark, literals, 0, len(literals))
+    if short:
+        assert got == -1
+    else:
+        assert got == held
+        assert out[before : before + len(block)].tobytes() == bytes(want)
+        assert (out[:before] == mark).all() and (out[before + len(block) :] == mark).all()

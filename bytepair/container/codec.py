@@ -37,9 +37,9 @@ FRAME_SIZE = 1 << 21
 random access."""
 
 
-SPARE = 16
+SPARE = 32
 """Bytes past a frame's end that ``decode_frame`` may write in a given output (the
-compiled decoder copies 16 bytes at a time: ``kernels.decode.SPARE``)."""
+compiled decoder copies 32 bytes at a time: ``kernels.decode.SPARE``)."""
 
 
 def block_costs(enc: EncodedBlocks) -> npt.NDArray[np.int64]:
@@ -225,6 +225,10 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     return best, content_crc
 
 
+_decode_compiled: Callable[..., npt.NDArray[np.uint8]] | None = None
+"""``core.kernels.decode.decode_frame_body``, once ``jit.use_numba`` said yes."""
+
+
 def decode_frame(
     header: FrameHeader,
     body: bytes | memoryview,
@@ -240,9 +244,15 @@ def decode_frame(
     some checks), and the view of its bytes returned: a caller gathering frames
     into one buffer saves a copy (the compiled path writes there directly)."""
     if jit.use_numba(header.orig_size):
-        from ..core.kernels import decode
+        global _decode_compiled
+        if _decode_compiled is None:  # imported once: an import statement costs microseconds a frame
+            from ..core.kernels import decode
 
-        return decode.decode_frame_body(header, body, frame_index, first_block, into)  # checks the content CRC too
+            decode.load_kernels()  # on its own arrays, not the caller's buffer
+            _decode_compiled = decode.decode_frame_body
+        out = _decode_compiled(header, body, frame_index, first_block, into)  # checks both CRCs
+        del body  # this frame may outlive the call, held by numba (see ``decode.load_kernels``)
+        return out
     decoded = expand(unpack_frame_body(header, body, frame_index, first_block))
     if crc32(decoded) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")

@@ -61,6 +61,7 @@ STREAM_HEADER_SIZE = _STREAM_HEADER.size
 FRAME_HEADER_SIZE = _FRAME_HEADER.size + 4  # + frame_crc
 _FRAME_HEADER_AND_CRC = struct.Struct("<BIIIII")  # the fields, then frame_crc: a reader's one unpack
 END_SIZE = _END.size + 4  # + end_crc
+_END_AND_CRC = struct.Struct("<BIQII")  # the fields, then end_crc: a reader's one unpack
 
 BLOCK_HEADER_SIZE = 9  # orig_len u16, payload_len u16, n_fresh u8, n_recycled u8, code-set kind u8, n_escaped u16
 
@@ -138,7 +139,7 @@ def unpack_stream_header(buf: bytes | memoryview, offset: int = 0) -> None:
         )
     if flags != 0:
         raise UnsupportedFormatError(f"stream header at byte {offset} sets unknown flags {flags:#04x}")
-    if check != _check16(bytes(buf[offset : offset + 6])):
+    if check != zlib.crc32(buf[offset : offset + 6]) & 0xFFFF:
         raise CorruptDataError(f"stream header at byte {offset} fails its check")
 
 
@@ -430,9 +431,8 @@ def pack_end(n_frames: int, total_size: int, total_crc: int) -> bytes:
 
 
 def unpack_end(buf: bytes | memoryview, offset: int) -> StreamEnd:
-    _kind, n_frames, total_size, total_crc = _END.unpack_from(buf, offset)
-    (check,) = struct.unpack_from("<I", buf, offset + _END.size)
-    if check != zlib.crc32(bytes(buf[offset : offset + _END.size])):
+    _kind, n_frames, total_size, total_crc, check = _END_AND_CRC.unpack_from(buf, offset)
+    if check != zlib.crc32(buf[offset : offset + _END.size]):
         raise CorruptDataError(f"end of stream at byte {offset} fails its check")
     return StreamEnd(n_frames, total_size, total_crc)
 

@@ -21,7 +21,7 @@ two passes:
 2. **Write** (:func:`write_blocks`), block by block: each merge's expansion, in
    creation order, into a table (an operand means what it means at that moment,
    so a recycled code is simply redefined); then each payload symbol's
-   expansion, copied 16 bytes at a time into the output, which has 16 spare
+   expansion, copied 32 bytes at a time into the output, which has 32 spare
    bytes at its end. A short expansion writes past its end; the next symbol
    overwrites that. The escaped bytes go back in as their symbols are written.
    Each symbol's length is checked against what is left of its block before its
@@ -39,11 +39,11 @@ wrong, in which block, with which values) and the Python caller raises from it.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Callable
 from typing import Any
 
+import llvmlite.ir as ir
 import numba
 import numpy as np
 import numpy.typing as npt
@@ -51,17 +51,19 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ..._errors import CorruptDataError
-from ...container.crc import crc32
 from ...container.format import _CODES_PER_RUN as CODES_PER_RUN
 from ...container.format import CODE_SET_BITMAP, MAX_RUNS, FrameHeader
 from ..escape import Escapes
 from ..expand import NODE_BUDGET, expand_numpy, node_budget
 from ..tables import PairTables
+from . import crc32 as crc_kernel
 
-__all__ = ["SPARE", "check_blocks", "decode_body", "decode_frame_body", "expand", "write_blocks"]
+__all__ = ["SPARE", "check_blocks", "decode_body", "decode_frame_body", "expand", "load_kernels", "write_blocks"]
 
-W = 16
-"""Bytes per copy: one 16-byte load and store, however short the expansion."""
+W = 32
+"""Bytes per copy: one 32-byte load and store, however short the expansion (16 until
+2026-11-27: expansions of 17-32 bytes then took a second copy behind a branch that a
+predictor cannot learn on binary files)."""
 SPARE = W
 """Bytes an output needs past its end: a copy may write that far."""
 
@@ -82,11 +84,28 @@ WRONG_SIZE = 13  # (sum,): the blocks hold another size than the frame header sa
 BAD_SET_HEADER = 14  # impossible code-set header
 BAD_RUNS = 15  # fresh code runs that do not describe the block's codes
 BAD_BITMAP = 16  # a code bitmap that does not match the code count
+CONTENT_CRC = 17  # the frame's bytes fail their CRC-32
+
+NO_CRC = -1
+"""A CRC argument that means: not checked here (the caller checks it with ``zlib.crc32``)."""
+
+CRC_IN_KERNEL = crc_kernel.AVAILABLE
+"""Whether the kernels check both CRCs themselves (with the carry-less multiply); elsewhere
+the caller does, with ``zlib.crc32``: a byte-at-a-time loop here would read 1 GB/s or less."""
+
+if CRC_IN_KERNEL:
+    _crc32 = crc_kernel.crc32
+else:  # the carry-less multiply must not even be compiled for a CPU without it
+
+    @numba.njit(cache=True, nogil=True)
+    def _crc32(data: npt.NDArray[np.uint8], value: int = 0) -> int:
+        """Never called with a CRC to check (see ``CRC_IN_KERNEL``)."""
+        return 0
 
 
 @intrinsic
-def _move16(typingctx: Any, dst: Any, d: Any, src: Any, s: Any) -> Any:
-    """``memmove(&dst[d], &src[s], 16)``: LLVM makes it one 16-byte load and one store."""
+def _move(typingctx: Any, dst: Any, d: Any, src: Any, s: Any) -> Any:
+    """``memmove(&dst[d], &src[s], W)``: LLVM makes it one W-byte load and one store."""
     sig = types.void(dst, types.intp, src, types.intp)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -105,29 +124,29 @@ if getattr(numba.config, "BOUNDSCHECK", None):
     # numba's cache does not key on this setting: give such a run its own NUMBA_CACHE_DIR.
 
     @numba.njit(cache=True, nogil=True)
-    def copy16(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
+    def copy_word(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
         for i in range(W):
             dst[d + i] = src[s + i]
 
 else:
 
     @numba.njit(cache=True, nogil=True)
-    def copy16(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
-        """``dst[d : d + 16] = src[s : s + 16]``, both ranges inside their arrays.
+    def copy_word(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int) -> None:
+        """``dst[d : d + W] = src[s : s + W]``, both ranges inside their arrays.
 
-        One 16-byte move: about 0.55 ns a symbol where a loop of 16 byte copies
+        One move: about 0.55 ns a symbol where a loop of 16 byte copies
         took 3-6.5 ns (numba checks each signed index for wrap-around).
         """
-        _move16(dst, d, src, s)  # type: ignore[call-arg]
+        _move(dst, d, src, s)  # type: ignore[call-arg]
 
 
 @numba.njit(cache=True, nogil=True)
 def copy_over(dst: npt.NDArray[np.uint8], d: int, src: npt.NDArray[np.uint8], s: int, n: int) -> None:
-    """Copy *n* bytes in 16-byte pieces: writes up to 15 bytes past ``d + n``."""
-    copy16(dst, d, src, s)
+    """Copy *n* bytes in W-byte pieces: writes up to W - 1 bytes past ``d + n``."""
+    copy_word(dst, d, src, s)
     if n > W:  # rare: most expansions are short
         for k in range(W, n, W):
-            copy16(dst, d + k, src, s + k)
+            copy_word(dst, d + k, src, s + k)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -139,6 +158,123 @@ def fail(status: npt.NDArray[np.int64], kind: int, block: int, x: int = 0, y: in
     status[3] = y
     status[4] = z
     return -1
+
+
+@intrinsic
+def _equal_mask64(typingctx: Any, arr: Any, at: Any, value: Any) -> Any:
+    """Bit k set where ``arr[at + k] == value``, for k < 64: two 32-byte compares (AVX2).
+
+    (One 64-byte compare into an AVX-512 mask made the decoding of text 1.2x slower in
+    turns: a core wakes its 512-bit units for each block's few compares.)"""
+    sig = types.uint64(arr, types.intp, types.uint8)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+        vec = ir.VectorType(i8, 32)
+        base = builder.gep(array.data, [args[1]])
+        splat = builder.insert_element(ir.Constant(vec, None), args[2], ir.Constant(i32, 0))
+        splat = builder.shuffle_vector(splat, ir.Constant(vec, None), ir.Constant(ir.VectorType(i32, 32), [0] * 32))
+        halves = []
+        for h in range(2):
+            where = builder.bitcast(builder.gep(base, [ir.Constant(i64, 32 * h)]), vec.as_pointer())
+            equal = builder.icmp_unsigned("==", builder.load(where, align=1), splat)
+            halves.append(builder.zext(builder.bitcast(equal, i32), i64))
+        return builder.or_(halves[0], builder.shl(halves[1], ir.Constant(i64, 32)))
+
+    return sig, codegen
+
+
+def _bit_intrinsic(name: str, doc: str) -> Any:
+    """A uint64 -> uint64 intrinsic calling ``llvm.<name>.i64`` (cttz, ctpop)."""
+
+    @intrinsic
+    def bits(typingctx: Any, x: Any) -> Any:
+        sig = types.uint64(types.uint64)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            i64 = ir.IntType(64)
+            if name == "cttz":  # its second operand: a zero input is undefined (never passed)
+                fn = cgutils.get_or_insert_function(  # type: ignore[no-untyped-call]
+                    builder.module, ir.FunctionType(i64, [i64, ir.IntType(1)]), "llvm.cttz.i64"
+                )
+                return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 1)])
+            fn = cgutils.get_or_insert_function(  # type: ignore[no-untyped-call]
+                builder.module, ir.FunctionType(i64, [i64]), f"llvm.{name}.i64"
+            )
+            return builder.call(fn, [args[0]])
+
+        return sig, codegen
+
+    bits.__doc__ = doc
+    return bits
+
+
+_lowest_bit = _bit_intrinsic("cttz", "The index of the lowest set bit of a nonzero uint64.")
+_bit_count = _bit_intrinsic("ctpop", "How many bits of a uint64 are set.")
+
+
+if getattr(numba.config, "BOUNDSCHECK", None):
+
+    @numba.njit(cache=True, nogil=True)
+    def equal_mask64(arr: npt.NDArray[np.uint8], at: int, value: np.uint8) -> np.uint64:
+        mask = np.uint64(0)
+        for k in range(64):
+            if arr[at + k] == value:
+                mask |= np.uint64(1) << np.uint64(k)
+        return mask
+
+else:
+
+    @numba.njit(cache=True, nogil=True)
+    def equal_mask64(arr: npt.NDArray[np.uint8], at: int, value: np.uint8) -> np.uint64:
+        """Bit k set where ``arr[at + k] == value`` (``arr[at : at + 64]`` inside *arr*)."""
+        return _equal_mask64(arr, at, value)  # type: ignore[call-arg]
+
+
+@numba.njit(cache=True, nogil=True)
+def restore_escapes(
+    out: npt.NDArray[np.uint8],
+    start: int,
+    end: int,
+    mark: np.uint8,
+    literals: npt.NDArray[np.uint8],
+    lit: int,
+    lit_end: int,
+) -> int:
+    """Put ``literals[lit:lit_end]`` back where ``out[start:end]`` holds *mark*, in order;
+    returns the next literal's index, or -1 when the block holds the mark more often.
+
+    Every mark in a block's expansion is an escape (the format counts them so), so a
+    scan 64 bytes at a time finds them: cheaper than noting each expansion's mark
+    offsets as its table is built and testing each payload symbol for them."""
+    pos = start
+    limit = len(out) - 64  # a compare may read past the block, not past out
+    while pos < end:
+        if pos <= limit:
+            mask = equal_mask64(out, pos, mark)
+            if end - pos < 64:
+                mask &= (np.uint64(1) << np.uint64(end - pos)) - np.uint64(1)
+            if mask:
+                found = int(_bit_count(mask))
+                if lit + found > lit_end:
+                    return -1
+                # unsigned indices: numba checks no wrap-around then
+                at, k = np.uint64(pos), np.uint64(lit)
+                while mask:
+                    out[at + _lowest_bit(mask)] = literals[k]
+                    k += np.uint64(1)
+                    mask &= mask - np.uint64(1)
+                lit += found
+            pos += 64
+        else:
+            if out[pos] == mark:
+                if lit == lit_end:
+                    return -1
+                out[pos] = literals[lit]
+                lit += 1
+            pos += 1
+    return lit
 
 
 @numba.njit(cache=True, nogil=True)
@@ -238,14 +374,15 @@ def write_blocks(
     most_nodes: int,
     out: npt.NDArray[np.uint8],
 ) -> bool:
-    """Pass 2: write every block into *out* (its length plus 16 spare bytes), escapes
+    """Pass 2: write every block into *out* (its length plus W spare bytes), escapes
     restored; only after :func:`check_blocks` passed on the merges, which makes
     every table copy fit. Each payload copy is checked to fit its block before
     it is made; returns False at the first payload that does not expand to its
     block's length and escaped bytes exactly (what was written is then junk).
 
     (Checking here rather than in a payload pass of its own made the decoding of
-    text a third faster: each symbol is read once.)"""
+    text a third faster: each symbol is read once.) A block's escaped bytes go back
+    once it is written, where its expansion holds the mark (:func:`restore_escapes`)."""
     # table[0:256] holds the literals, then a block's merges' expansions back to back
     table = np.empty(256 + most_nodes + 2 * W, dtype=np.uint8)
     for v in range(256):
@@ -253,13 +390,9 @@ def write_blocks(
     # what each byte value means, as things stand: the literal itself at first
     start = np.arange(256, dtype=np.int64)  # where its expansion starts in table
     length = np.ones(256, dtype=np.int64)
-    # where the escape marks are in each expansion: marks[v] offsets from mark_at[mark_start[v]] on
-    mark_at = np.empty(most_nodes + 1, dtype=np.int64)
-    mark_start = np.zeros(256, dtype=np.int64)
-    marks = np.zeros(256, dtype=np.int64)
     # the same in one number, for one load per payload symbol: where the expansion
-    # starts (high 32 bits), its length (then) and whether it holds marks (lowest bit)
-    packed = (start << 32) | (length << 1)
+    # starts (high 32 bits) and its length
+    packed = (start << 32) | length
     m0 = 0
     p0 = 0
     d = 0  # where the next byte goes in out
@@ -273,14 +406,7 @@ def write_blocks(
             d += payload_len[b]
             p0 += payload_len[b]
             continue
-        mark = esc_mark[b]
-        if escaping:
-            marks[mark] = 1
-            mark_start[mark] = 0
-            mark_at[0] = 0
-            packed[mark] |= 1
         at = 256
-        mark_end = 1
         for m in range(m0, m0 + n_merges[b]):
             lv, rv = left[m], right[m]
             # read both operands before redefining the code (it may be one of them)
@@ -288,48 +414,32 @@ def write_blocks(
             copy_over(table, at, table, ls, ln)
             copy_over(table, at + ln, table, rs, rn)
             c = code[m]
-            if escaping:
-                lm, rm = mark_start[lv], mark_start[rv]
-                first = mark_end
-                for j in range(lm, lm + marks[lv]):
-                    mark_at[mark_end] = mark_at[j]
-                    mark_end += 1
-                for j in range(rm, rm + marks[rv]):
-                    mark_at[mark_end] = mark_at[j] + ln
-                    mark_end += 1
-                mark_start[c] = first
-                marks[c] = mark_end - first
             start[c] = at
             length[c] = ln + rn
-            packed[c] = (at << 32) | ((ln + rn) << 1) | (marks[c] > 0)
+            packed[c] = (at << 32) | (ln + rn)
             at += ln + rn
         end = d + orig_len[b]
-        lit_end = lit + esc_count[b]
         symbols = payload[p0 : p0 + payload_len[b]]
         for v in symbols:
             what = packed[v]
-            n = (what & 0xFFFFFFFF) >> 1
+            n = what & 0xFFFFFFFF
             if d + n > end:
                 return False
             copy_over(out, d, table, what >> 32, n)
-            if what & 1:  # put back the escaped bytes this expansion covers
-                if lit + marks[v] > lit_end:
-                    return False
-                for j in range(mark_start[v], mark_start[v] + marks[v]):
-                    out[d + mark_at[j]] = esc_literals[lit]
-                    lit += 1
             d += n
-        if d != end or lit != lit_end:
+        if d != end:
             return False
+        if escaping:
+            lit_end = lit + esc_count[b]
+            lit = restore_escapes(out, end - orig_len[b], end, esc_mark[b], esc_literals, lit, lit_end)
+            if lit != lit_end:
+                return False
         # the byte values this block redefined are literals again for the next
         for m in range(m0, m0 + n_merges[b]):
             c = code[m]
             start[c] = c
             length[c] = 1
-            marks[c] = 0
-            packed[c] = (np.int64(c) << 32) | 2
-        marks[mark] = 0
-        packed[mark] = (np.int64(mark) << 32) | 2
+            packed[c] = (np.int64(c) << 32) | 1
         m0 += n_merges[b]
         p0 += payload_len[b]
     return True
@@ -352,7 +462,7 @@ def decode_blocks(
     status: npt.NDArray[np.int64],
     out: npt.NDArray[np.uint8],
 ) -> npt.NDArray[np.uint8]:
-    """The blocks written into *out*, or into an array of their length plus 16 spare
+    """The blocks written into *out*, or into an array of their length plus W spare
     bytes made once the merges passed their checks when *out* is shorter; returns
     the array written (on damage, with *status* saying what is wrong).
 
@@ -389,6 +499,24 @@ def u16(raw: npt.NDArray[np.uint8], at: int) -> np.int64:
 
 
 @numba.njit(cache=True, nogil=True)
+def frame_check(raw: npt.NDArray[np.uint8], start: int, frame_crc: int, nb: int) -> int:
+    """What the *nb* block headers at the start of the body *raw* add up to, once its CRC-32
+    (continued from *start*, the header's) is *frame_crc* (``NO_CRC``: checked by the
+    caller); -1 when it is not, -2 when the body is too short to hold the block lengths.
+
+    One call for both: each call of a compiled function costs a few microseconds when
+    its code is cold, as it is right after a compression."""
+    if frame_crc != NO_CRC and _crc32(raw, start) != frame_crc:
+        return -1
+    if len(raw) < 2 * nb:
+        return -2
+    total = 0
+    for b in range(nb):
+        total += int(u16(raw, 2 * b))
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
 def decode_body(
     raw: npt.NDArray[np.uint8],
     nb: int,
@@ -397,14 +525,16 @@ def decode_body(
     codes_per_run: int,
     status: npt.NDArray[np.int64],
     out: npt.NDArray[np.uint8],
+    content_crc: int,
 ) -> npt.NDArray[np.uint8]:
-    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus 16 spare
+    """A frame body (docs/FORMAT.md, "Frame body: columns") to its bytes, plus W spare
     (which hold junk after): written to *out* when it is that long, else to an array
     made once the columns and merges passed their checks; returns the array written.
 
     The columns are read and checked as ``unpack_frame_body`` does, in the same
-    order, then the blocks go through :func:`decode_blocks`. On damage, *status*
-    says what is wrong (and the array returned may hold anything).
+    order, then the blocks go through :func:`decode_blocks`, then the bytes' CRC-32
+    must be *content_crc* (unless that is ``NO_CRC``). On damage, *status* says what
+    is wrong (and the array returned may hold anything).
     """
     if len(raw) < 9 * nb:
         fail(status, SHORT_BODY, 0)
@@ -548,10 +678,13 @@ def decode_body(
             mark += 1
     payload = raw[payload_at:end]
     literals = raw[literals_at:payload_at]
-    return decode_blocks(
+    out = decode_blocks(
         orig_len, n_merges, n_fresh, code, left, right, payload_len, payload, n_escaped, esc_mark, literals, budget,
         status, out
     )  # fmt: skip
+    if status[0] == OK and content_crc != NO_CRC and _crc32(out[:orig_size], 0) != content_crc:
+        fail(status, CONTENT_CRC, 0)
+    return out
 
 
 def decode_frame_body(
@@ -567,23 +700,31 @@ def decode_frame_body(
     writable bytes), asked for only once the frame CRC is right and the block
     lengths add up to ``orig_size``: a frame that claims a large size in a few
     bytes gets no output before its columns are checked. Both CRCs are
-    ``zlib.crc32``'s, taken by ``container.crc.crc32`` (folded, where the processor can)."""
+    ``zlib.crc32``'s, checked in the kernels where the processor has the carry-less
+    multiply, else here with ``zlib.crc32``."""
     raw = np.frombuffer(body, dtype=np.uint8)
     if raw.flags.writeable:  # one array type for the kernels, so they are compiled once
         raw = raw.view()
         raw.flags.writeable = False
-    if crc32(raw, zlib.crc32(header.header)) != header.frame_crc:
-        raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
     size, nb = header.orig_size, header.n_blocks
+    start = zlib.crc32(header.header)
+    if CRC_IN_KERNEL:
+        total = frame_check(raw, start, header.frame_crc, nb)
+        content_crc = header.content_crc
+    else:
+        total = frame_check(raw, start, NO_CRC, nb) if zlib.crc32(body, start) == header.frame_crc else -1
+        content_crc = NO_CRC
+    if total == -1:
+        raise CorruptDataError(f"frame {frame_index}: compressed data is corrupt (frame checksum mismatch)")
     out = _NO_OUTPUT  # the kernel makes its own, once the columns and merges passed
-    if into is not None and len(raw) >= 2 * nb and _block_lengths_total(body, nb) == size:
+    if into is not None and total == size:
         out = into(size)
     status = np.zeros(5, dtype=np.int64)
-    out = decode_body(raw, nb, size, node_budget(size), CODES_PER_RUN, status, out)
+    out = decode_body(raw, nb, size, node_budget(size), CODES_PER_RUN, status, out, content_crc)
     if status[0] != OK:
         raise _error(status, first_block, nb, f"frame {frame_index}")
     out = out[:size]
-    if crc32(out, 0) != header.content_crc:
+    if not CRC_IN_KERNEL and zlib.crc32(out.data) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     return out
 
@@ -591,12 +732,17 @@ def decode_frame_body(
 _NO_OUTPUT = np.empty(0, dtype=np.uint8)
 
 
-def _block_lengths_total(body: bytes | memoryview, nb: int) -> int:
-    """What the *nb* block headers at the start of *body* add up to (without numpy's
-    reduction, whose call cost several microseconds a frame right after a compression)."""
-    if nb == 1:
-        return body[0] | body[1] << 8
-    return sum(struct.unpack_from(f"<{nb}H", body))
+def load_kernels() -> None:
+    """Compile, or load from numba's cache, the kernels :func:`decode_frame_body` calls, on
+    arrays of our own, before any caller's buffer is passed to them.
+
+    A call that compiles or loads a kernel can leave numba's frames, which hold that
+    call's arguments, in a reference cycle until the collector runs: had they held a view
+    of a ``bytearray`` (``BytePairDecompressor``'s input), it could not be resized then."""
+    raw = np.zeros(0, dtype=np.uint8)
+    raw.flags.writeable = False
+    frame_check(raw, 0, NO_CRC, 0)
+    decode_body(raw, 1, 1, node_budget(1), CODES_PER_RUN, np.zeros(5, dtype=np.int64), _NO_OUTPUT, NO_CRC)
 
 
 def _ints(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
@@ -673,6 +819,7 @@ def _error(status: npt.NDArray[np.int64], first_block: int, n_blocks: int, frame
         WRONG_TOTAL: f"{block}: expands to {x} bytes, header says {y}",
         ESCAPE_COUNT: f"{block}: holds its escape mark {x} times, its header says {y} escaped bytes",
         SHORT_BODY: f"{frame}: body is shorter than its columns",
+        CONTENT_CRC: f"{frame}: decoded data fails its CRC-32 check",
         LONG_BODY: f"{frame}: {x} bytes after the last payload",
         BAD_LENGTHS: f"{block}: impossible lengths in the block header",
         WRONG_SIZE: f"{frame}: blocks hold {x} bytes, frame header says {y}",
