@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,3 +88,29 @@ def test_the_chooser_takes_the_kernel_on_the_compiled_path(monkeypatch: pytest.M
     use_kernels("numba", monkeypatch)
     assert crc.crc32(data[:-1]) == zlib.crc32(data[:-1]) and calls == []  # too short to pay
     assert crc.crc32(data) == zlib.crc32(data) and calls == [crc._FAST_MIN]
+
+
+_NARROW_CHECK = """
+import sys, zlib
+import numpy as np
+from bytepair.core.kernels import crc32 as k
+assert k.AVAILABLE and not k.WIDE, (k.AVAILABLE, k.WIDE)
+for n in map(int, sys.argv[1:]):
+    data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    for value in (0, 0xFFFFFFFF):
+        assert k.crc32(data, value) == zlib.crc32(data.tobytes(), value), n
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not compiled.WIDE, reason="this CPU has no 512-bit folds: the 128-bit kernel is the one tested")
+def test_the_128_bit_kernel_where_the_cpu_has_no_512_bit_folds(tmp_path: Path) -> None:
+    """The kernel for CPUs with the carry-less multiply but not AVX-512 (most laptops), tested
+    here too: numba compiles, in a process of its own, for this CPU without those features."""
+    features = ",".join(f for f in compiled._features() if f not in ("+avx512f", "+vpclmulqdq"))
+    env = {**os.environ, "NUMBA_CPU_FEATURES": f"{features},-avx512f,-vpclmulqdq", "NUMBA_CACHE_DIR": str(tmp_path)}
+    lengths = [str(n) for n in FOLD_LENGTHS]
+    done = subprocess.run(
+        [sys.executable, "-c", _NARROW_CHECK, *lengths], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
