@@ -63,6 +63,20 @@ def test_streamed_pieces_with_threads_give_the_same_stream(kernels: str, monkeyp
     assert bytepair.decompress(out) == data
 
 
+def test_the_input_is_free_to_resize_once_compress_returns(kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames of ``bytepair.compress``'s input go to the workers as views of it, not copies:
+    none may still be held, by a job or a worker, when the call returns."""
+    monkeypatch.setattr(stream, "FRAME_SIZE", 25_000)
+    monkeypatch.setattr(parallel, "MIN_SHARE", 4_000)
+    data = b"".join(chunks(7, 20_000))
+    expected = bytepair.compress(data, block_size=3000)
+    for _ in range(20):
+        buffer = bytearray(data)
+        assert bytepair.compress(buffer, block_size=3000, threads=2) == expected
+        buffer.extend(b"more")  # BufferError while a view of it lives
+        del buffer[:10]
+
+
 def test_every_thread_count_gives_the_same_bytes(kernels: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """threads 1, 2, 3 and 0, each on both paths: one output; the workers are threads
     exactly when the compiled path runs."""

@@ -256,6 +256,9 @@ class _WorkQueue:
                 outcome = _shared_pool(self.n_feeders, self.in_threads).run(job, *args)
             except BaseException as exc:  # no pool, the job's own error: never lose a job
                 outcome = _Failed(exc)
+            # dropped before the caller can see the result: a job may hold a view of the
+            # caller's buffer, which the caller may resize as soon as its call returns
+            del job, args
             self._settle(key, outcome)
 
     def close(self) -> None:
