@@ -154,7 +154,7 @@ def _engine_job(data: bytes | npt.NDArray[np.uint8], bounds: npt.NDArray[np.int6
     return run_engine(np.frombuffer(data, dtype=np.uint8), bounds, params)
 
 
-def _frame_job(chunk: bytes, params: Params) -> tuple[bytes, int]:
+def _frame_job(chunk: bytes | memoryview, params: Params) -> tuple[bytes, int]:
     return encode_frame(np.frombuffer(chunk, dtype=np.uint8), params)
 
 
@@ -282,7 +282,7 @@ class FramePipeline:
         self.params = params
         self.workers = resolve_threads(threads)
         """Workers (threads or processes), the caller's thread included."""
-        self._held: bytes | None = None
+        self._held: bytes | memoryview | None = None
         self._order: collections.deque[tuple[int, int]] = collections.deque()  # (key, length), in stream order
         self._queue: _WorkQueue | None = None
         self._chosen = False
@@ -290,15 +290,20 @@ class FramePipeline:
             self._queue = _WorkQueue(self.workers - 1)
             weakref.finalize(self, self._queue.close)
 
-    def add(self, chunk: bytes | bytearray | memoryview) -> list[Finished]:
-        """Take *chunk* as the next frame's content; returns the frames finished so far."""
+    def add(self, chunk: bytes | bytearray | memoryview, *, borrowed: bool = False) -> list[Finished]:
+        """Take *chunk* as the next frame's content; returns the frames finished so far.
+
+        *chunk* is copied, as the caller may change it once this returns, unless
+        *borrowed*: the caller keeps it alive and unchanged until ``finish`` returns
+        (``bytepair.compress`` does, with the views of its input). Threads then read it
+        where it is; worker processes get a copy anyway, as a pickle."""
         queue = self._queue
         if queue is None:
             frame, crc = encode_frame(np.frombuffer(chunk, dtype=np.uint8), self.params)
             return [(frame, crc, len(chunk))]
         if self._held is not None:
             self._order.append((self._put(_frame_job, self._held, self.params), len(self._held)))
-        self._held = bytes(chunk)
+        self._held = memoryview(chunk) if borrowed else bytes(chunk)
         # leave waiting frames for the workers to take when free; encode the rest here
         while queue.run_one_here(unless_at_most=SPARE_FRAMES * queue.n_feeders):
             pass
@@ -340,13 +345,16 @@ class FramePipeline:
         ]
         return EncodedBlocks.concatenate([self._queue.result(key) for key in keys])
 
-    def _put(self, job: Callable[..., Any], data: bytes | npt.NDArray[np.uint8], *args: Any) -> int:
+    def _put(self, job: Callable[..., Any], data: bytes | memoryview | npt.NDArray[np.uint8], *args: Any) -> int:
         """Queue *job* on *data*; the first job chooses the workers: threads when the
-        compiled kernels run for it (``jit.use_numba``), processes otherwise."""
+        compiled kernels run for it (``jit.use_numba``), processes otherwise (which
+        take a borrowed frame as bytes: a memoryview cannot be pickled)."""
         assert self._queue is not None
         if not self._chosen:
             self._queue.in_threads = _compiled_path(len(data))
             self._chosen = True
+        if isinstance(data, memoryview) and not self._queue.in_threads:
+            data = bytes(data)
         return self._queue.put(job, data, *args)
 
     def _finished(self, *, keep: int) -> list[Finished]:

@@ -263,8 +263,8 @@ class BytePairCompressor:
         self._finished = True
         try:
             parts = [self._header()]
-            for piece in pieces[:-1]:
-                parts += self._counted(self._frames.add(piece))
+            for piece in pieces[:-1]:  # views of the input, or bytes of our own: alive until finish returns
+                parts += self._counted(self._frames.add(piece, borrowed=True))
             parts += self._counted(self._frames.finish(pieces[-1] if pieces else None))
             parts.append(self._tally.pack_end())
             return b"".join(parts)
