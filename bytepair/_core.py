@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import CorruptDataError, TruncatedDataError
-from .container.codec import SPARE
+from .container.codec import SPARE, decode_stream
 from .container.format import MAGIC
 from .io.stream import BytePairCompressor, StreamParser, as_byte_view
 
@@ -53,6 +53,11 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     if max_length is not None and max_length < 0:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
     buf = as_byte_view(data)
+    out = _Output()
+    size = decode_stream(buf, max_length, out.room)  # one intact stream, in one compiled call
+    if size >= 0:
+        out.size = size
+        return out.value()
     out = _Output()
     pos = 0
     while True:

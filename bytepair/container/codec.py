@@ -22,6 +22,9 @@ from ..core.tables import PairTables, concat_ranges
 from .crc import crc32
 from .format import (
     BLOCK_HEADER_SIZE,
+    END_SIZE,
+    KIND_END,
+    STREAM_HEADER_SIZE,
     FrameHeader,
     code_set_sizes,
     frame_from_body,
@@ -29,7 +32,7 @@ from .format import (
     unpack_frame_body,
 )
 
-__all__ = ["FRAME_SIZE", "SPARE", "block_costs", "decode_frame", "encode_frame"]
+__all__ = ["FRAME_SIZE", "SPARE", "block_costs", "decode_frame", "decode_stream", "encode_frame"]
 
 FRAME_SIZE = 1 << 21
 """Original bytes per frame. Large enough that the decoder's fixed cost per frame
@@ -261,3 +264,51 @@ def decode_frame(
     out = into(len(decoded))
     out[: len(decoded)] = decoded
     return out[: len(decoded)]
+
+
+MOST_PER_BYTE = 4096
+"""``decode_stream`` takes a stream whose end record claims at most this many bytes for
+each of its own: beyond any stream the format can describe (a block of 65,535 bytes takes
+at least some 60), so no legitimate stream is refused, and a forged end record cannot
+reserve more than this before the frames are checked."""
+
+_decode_stream_compiled: Callable[..., int] | None = None
+"""``core.kernels.stream.decode_stream``, once ``jit.use_numba`` said yes."""
+
+
+def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int], npt.NDArray[np.uint8]]) -> int:
+    """Decode *buf* in one compiled call, into ``into(size)`` (``size + SPARE`` writable
+    bytes), when it is one intact stream of at most *max_length* bytes: returns its
+    size, or -1 when the caller must read it frame by frame (``io.stream.StreamParser``:
+    the numpy path, several streams, damage of any kind, a limit it would pass), with
+    whatever was written to ``into(size)`` to be thrown away.
+
+    This saves the Python reader's calls per frame (see ``core.kernels.stream``); the
+    kernel makes every check the reader makes, and leaves the errors to it."""
+    global _decode_stream_compiled
+    n = len(buf)
+    if n < STREAM_HEADER_SIZE + END_SIZE or buf[n - END_SIZE] != KIND_END:
+        return -1
+    size = int.from_bytes(buf[n - END_SIZE + 5 : n - END_SIZE + 13], "little")  # as the end record says
+    if not 0 < size <= MOST_PER_BYTE * n or (max_length is not None and size > max_length):
+        return -1
+    if not jit.use_numba(size):
+        return -1
+    if _decode_stream_compiled is None:
+        from ..core.kernels import stream
+
+        if not stream.AVAILABLE:
+            return -1
+        stream.load_kernels()  # on its own arrays, not the caller's buffers
+        _decode_stream_compiled = stream.decode_stream
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    if raw.flags.writeable:  # one array type for the kernel, so it is compiled once
+        raw = raw.view()
+        raw.flags.writeable = False
+    try:
+        out = into(size)
+    except MemoryError:  # the end record may lie: the frame-by-frame reader says how
+        return -1
+    decoded = _decode_stream_compiled(raw, out, np.zeros(5, dtype=np.int64)) == 0
+    del out  # a view of the caller's buffer, which must be free to shrink
+    return size if decoded else -1

@@ -63,7 +63,8 @@ def _powers() -> list[int]:
     return table
 
 
-_X2N = _powers()  # x^(2^k) modulo the polynomial
+X2N = _powers()
+"""x^(2^k) modulo the polynomial, k = 0..31 (also the compiled reader's: ``kernels.stream``)."""
 
 
 def _x8nmodp(n: int) -> int:
@@ -72,7 +73,7 @@ def _x8nmodp(n: int) -> int:
     k = 3
     while n:
         if n & 1:
-            power = _multmodp(_X2N[k & 31], power)
+            power = _multmodp(X2N[k & 31], power)
         n >>= 1
         k += 1
     return power

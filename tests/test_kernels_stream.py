@@ -1,0 +1,299 @@
+"""The compiled reader of a whole stream (``core.kernels.stream``, ``codec.decode_stream``):
+it decodes exactly the streams the frame-by-frame reader decodes whole, to the same bytes,
+and hands everything else back to it."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bytepair
+from bytepair.container import codec, crc
+from bytepair.container.format import END_SIZE, pack_end, pack_stream_header
+from tests.helpers import frame_size, kernels
+from tests.strategies import blocky_bytes
+
+pytest.importorskip("numba", reason="numba is not installed (the fast extra): the compiled path is untested")
+if not bytepair.core.jit._ready(quiet=True):  # pragma: no cover - numba without a writable cache directory
+    pytest.skip("numba has no writable cache directory here", allow_module_level=True)
+
+from bytepair.core.kernels import stream  # only once numba is known to be there
+
+if not stream.AVAILABLE:  # pragma: no cover - a CPU without the carry-less multiply
+    pytest.skip("no carry-less multiply here: the whole-stream kernel is not built", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BYTEPAIR_KERNELS", "numba")
+
+
+class Room:
+    """An ``into`` for ``decode_stream`` that records what it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+        self.out = np.zeros(0, dtype=np.uint8)
+
+    def __call__(self, size: int) -> npt.NDArray[np.uint8]:
+        self.asked.append(size)
+        self.out = np.zeros(size + codec.SPARE, dtype=np.uint8)
+        return self.out
+
+
+def whole(blob: bytes, max_length: int | None = None) -> bytes | None:
+    """*blob* through ``decode_stream``: its bytes, or None when it handed the stream back."""
+    room = Room()
+    size = codec.decode_stream(memoryview(blob), max_length, room)
+    if size < 0:
+        return None
+    assert room.asked == [size]
+    return room.out[:size].tobytes()
+
+
+def frame_by_frame(blob: bytes, max_length: int | None = None) -> bytes | Exception:
+    """*blob* through ``bytepair.decompress`` without the whole-stream kernel."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bytepair._core, "decode_stream", lambda *args: -1)
+        try:
+            return bytepair.decompress(blob, max_length=max_length)
+        except bytepair.BytePairError as exc:
+            return exc
+
+
+def multi_frame(data: bytes, size: int = 5000) -> bytes:
+    with frame_size(size):
+        return bytepair.compress(data)
+
+
+TEXT = b"".join(b"the %d quick brown foxes jump over %d lazy dogs\n" % (k, k * 7 % 13) for k in range(2000))
+
+
+def streams() -> Iterator[tuple[str, bytes, bytes]]:
+    yield "one byte", bytepair.compress(b"x"), b"x"
+    yield "text", bytepair.compress(TEXT), TEXT
+    yield "frames", multi_frame(TEXT), TEXT
+    yield "runs", multi_frame(b"a" * 30000 + b"ab" * 20000, 7000), b"a" * 30000 + b"ab" * 20000
+    binary = bytes(np.random.default_rng(5).integers(0, 256, 20000).astype(np.uint8))
+    yield "stored", multi_frame(binary + TEXT[:20000], 9000), binary + TEXT[:20000]
+
+
+@pytest.mark.parametrize(("blob", "data"), [(b, d) for _, b, d in streams()], ids=[n for n, _, _ in streams()])
+def test_whole_streams_decode_in_one_call(blob: bytes, data: bytes) -> None:
+    assert whole(blob) == data
+    assert bytepair.decompress(blob) == data
+
+
+def test_decompress_takes_it_for_one_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the frame-by-frame reader must not run at all for an intact stream
+    def refuse(*args: object) -> None:
+        raise AssertionError("the frame-by-frame reader ran")
+
+    monkeypatch.setattr(bytepair._core, "StreamParser", refuse)
+    for _, blob, data in streams():
+        assert bytepair.decompress(blob) == data
+        assert bytepair.decompress(bytearray(blob)) == data
+        assert bytepair.decompress(np.frombuffer(blob, dtype=np.uint8)) == data
+
+
+def test_what_it_hands_back_the_reader_decodes_or_refuses() -> None:
+    blob = multi_frame(TEXT)
+    empty = bytepair.compress(b"")
+    handed_back = {
+        "two streams": blob + blob,
+        "garbage after": blob + b"\0",
+        "empty stream": empty,
+        "truncated": blob[:-1],
+        "no end": blob[:-END_SIZE],
+        "only a header": pack_stream_header(),
+    }
+    for name, data in handed_back.items():
+        assert whole(data) is None, name
+        with kernels("numpy"):
+            try:
+                want: bytes | type = bytepair.decompress(data)
+            except bytepair.BytePairError as exc:
+                want = type(exc)
+        try:
+            got: bytes | type = bytepair.decompress(data)
+        except bytepair.BytePairError as exc:
+            got = type(exc)
+        assert got == want, name
+    assert bytepair.decompress(blob + empty + blob) == TEXT + TEXT
+
+
+def edited_end(blob: bytes, n_frames: int | None = None, size: int | None = None, crc32: int | None = None) -> bytes:
+    """*blob* with its end record's fields replaced, its own check right."""
+    _, old_frames, old_size, old_crc, _ = struct.unpack("<BIQII", blob[-END_SIZE:])
+    return blob[:-END_SIZE] + pack_end(
+        old_frames if n_frames is None else n_frames,
+        old_size if size is None else size,
+        old_crc if crc32 is None else crc32,
+    )
+
+
+def test_an_end_record_that_lies_is_handed_back() -> None:
+    blob = multi_frame(TEXT)
+    _, n_frames, size, total_crc, _ = struct.unpack("<BIQII", blob[-END_SIZE:])
+    assert n_frames > 1
+    for lie in (
+        edited_end(blob, n_frames=n_frames - 1),
+        edited_end(blob, size=size + 1),
+        edited_end(blob, size=size - 1),
+        edited_end(blob, crc32=total_crc ^ 1),
+        blob[:-4] + bytes(4),  # the end record's own check
+    ):
+        assert whole(lie) is None
+        assert isinstance(frame_by_frame(lie), bytepair.CorruptDataError)
+        with pytest.raises(bytepair.CorruptDataError):
+            bytepair.decompress(lie)
+
+
+def test_a_huge_claim_reserves_nothing() -> None:
+    # an end record claiming far more than any stream of its length can hold: no room asked
+    blob = edited_end(bytepair.compress(TEXT), size=1 << 60)
+    room = Room()
+    assert codec.decode_stream(memoryview(blob), None, room) == -1
+    assert room.asked == []
+    with pytest.raises(bytepair.CorruptDataError):
+        bytepair.decompress(blob)
+    most = codec.MOST_PER_BYTE * len(blob)
+    assert codec.decode_stream(memoryview(edited_end(blob, size=most + 1)), None, room) == -1
+    assert room.asked == []
+
+
+def test_the_densest_streams_we_write_fit_the_claim_limit() -> None:
+    # all zeros, in blocks as long as the format allows: the highest ratio a writer reaches
+    data = bytes(1 << 21)
+    blob = bytepair.compress(data, block_size=65535)
+    assert len(data) < codec.MOST_PER_BYTE * len(blob) / 2
+    assert whole(blob) == data
+
+
+def test_max_length() -> None:
+    blob = multi_frame(TEXT)
+    assert whole(blob, max_length=len(TEXT)) == TEXT
+    assert whole(blob, max_length=len(TEXT) - 1) is None
+    with pytest.raises(bytepair.OutputLimitError):
+        bytepair.decompress(blob, max_length=len(TEXT) - 1)
+    assert bytepair.decompress(blob, max_length=len(TEXT)) == TEXT
+
+
+def test_numpy_path_never_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BYTEPAIR_KERNELS", "numpy")
+    assert whole(bytepair.compress(TEXT)) is None
+    monkeypatch.setenv("BYTEPAIR_KERNELS", "auto")
+    assert whole(bytepair.compress(b"small")) is None  # below jit.MIN_COMPILED_BYTES
+    assert whole(bytepair.compress(TEXT)) == TEXT
+
+
+def test_an_output_view_that_outlives_the_call_costs_a_copy_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # decompress hands its buffer over as bytes without a copy, unless a view of it is still
+    # alive (numba's frames may hold a first call's arguments until the collector runs)
+    kept: list[object] = []
+    real = stream.decode_stream
+
+    def keep_output(raw: object, out: object, status: object) -> int:
+        kept.append(out)
+        return int(real(raw, out, status))
+
+    blob = bytepair.compress(TEXT)
+    monkeypatch.setattr(codec, "_decode_stream_compiled", keep_output)
+    assert bytepair.decompress(blob) == TEXT
+    assert len(kept) == 1
+    kept.clear()
+    monkeypatch.setattr(codec, "_decode_stream_compiled", real)
+    assert bytepair.decompress(blob) == TEXT
+
+
+def flip(blob: bytes, bit: int) -> bytes:
+    damaged = bytearray(blob)
+    damaged[bit // 8] ^= 1 << (bit % 8)
+    return bytes(damaged)
+
+
+def test_every_bit_flip_is_handed_back() -> None:
+    # every byte of a stream is checked by something: a header, a CRC, the end record
+    blob = multi_frame(TEXT[:6000], 2500)
+    for bit in range(8 * len(blob)):
+        assert whole(flip(blob, bit)) is None, f"bit {bit}"
+
+
+def with_frame_edit(blob: bytes, frame: int, at: int, value: int) -> bytes:
+    """*blob* with byte *at* of the body of its frame at offset *frame* set to *value*, that
+    frame's CRC made right again: only the decoder's checks of the columns can tell."""
+    body_size = int.from_bytes(blob[frame + 9 : frame + 13], "little")
+    body = bytearray(blob[frame + 21 : frame + 21 + body_size])
+    body[at % body_size] = value
+    frame_crc = zlib.crc32(body, zlib.crc32(blob[frame : frame + 17]))
+    return blob[: frame + 17] + frame_crc.to_bytes(4, "little") + bytes(body) + blob[frame + 21 + body_size :]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=blocky_bytes(max_size=6000), frame_len=st.integers(500, 7000), edits=st.data())
+def test_agrees_with_the_reader_on_edited_bodies(data: bytes, frame_len: int, edits: st.DataObject) -> None:
+    # whatever a body edit does, the kernel decodes exactly what the reader decodes, or hands back
+    if not data:
+        return
+    blob = multi_frame(data, frame_len)
+    edited = with_frame_edit(
+        blob, 8, edits.draw(st.integers(0, 1 << 16), label="at"), edits.draw(st.integers(0, 255), label="value")
+    )
+    for candidate in (blob, edited):
+        got = whole(candidate)
+        want = frame_by_frame(candidate)
+        if got is not None:
+            assert got == want
+    assert whole(blob) == data
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 0xFFFFFFFF), st.integers(0, 0xFFFFFFFF), st.integers(1, 1 << 40))
+def test_crc32_combine_is_zlibs(crc1: int, crc2: int, len2: int) -> None:
+    assert stream.crc32_combine(crc1, crc2, len2) == crc.crc32_combine(crc1, crc2, len2)
+
+
+def test_crc32_combine_of_real_parts() -> None:
+    rng = np.random.default_rng(2)
+    a, b = bytes(rng.integers(0, 256, 3001).astype(np.uint8)), bytes(rng.integers(0, 256, 777).astype(np.uint8))
+    assert stream.crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+
+
+def test_stream_size_reads_the_structure_only() -> None:
+    blob = multi_frame(TEXT)
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    assert stream.stream_size(raw) == len(TEXT)
+    header = pack_stream_header()
+    for name, damaged in {
+        "magic": b"X" + blob[1:],
+        "version": blob[:4] + b"\x09" + blob[5:],
+        "flags": blob[:5] + b"\x01" + blob[6:],
+        "check": blob[:6] + bytes([blob[6] ^ 1]) + blob[7:],
+        "after": blob + b"E",
+        "short": blob[:-1],
+        "header only": header,
+    }.items():
+        assert stream.stream_size(np.frombuffer(damaged, dtype=np.uint8)) == -1, name
+
+
+def test_a_memory_error_hands_it_back() -> None:
+    blob = bytepair.compress(TEXT)
+
+    def no_room(size: int) -> npt.NDArray[np.uint8]:
+        raise MemoryError
+
+    assert codec.decode_stream(memoryview(blob), None, no_room) == -1
+
+
+@pytest.mark.parametrize("decompress", [bytepair.decompress, frame_by_frame], ids=["whole", "frame-by-frame"])
+def test_both_readers_on_many_frames(decompress: Callable[[bytes], bytes | Exception]) -> None:
+    data = TEXT * 3
+    blob = multi_frame(data, 3000)
+    assert decompress(blob) == data
