@@ -102,3 +102,43 @@ def test_broken_numba_falls_back_with_a_warning(tmp_path: Path) -> None:
     )
     assert proc.stdout.split() == ["ok"], proc.stderr
     assert proc.stderr.count("KernelWarning") == 1 and "llvmlite is too old" in proc.stderr
+
+
+def test_kernels_folder_follows_the_sources(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """numba checks only each cached function's own file: a change to any kernel source must
+    move the cache to a new folder (and the old one of this installation goes)."""
+    sources = tmp_path / "kernels"
+    sources.mkdir()
+    (sources / "decode.py").write_text("x = 1\n")
+    (sources / "stream.py").write_text("y = 2\n")
+    tokenizer = tmp_path / "_kernels.py"
+    tokenizer.write_text("z = 3\n")
+    monkeypatch.setattr(jit, "KERNEL_SOURCES", (sources, tokenizer))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    first = jit.kernels_folder(cache)
+    assert first.parent == cache and first.name.startswith("kernels-")
+    assert jit.kernels_folder(cache) == first
+    assert jit.kernels_folder(first) == first  # a child process inherits the folder chosen
+    first.mkdir()
+    other_install = cache / "kernels-00000000-0000000000000000"
+    other_install.mkdir()
+    (sources / "decode.py").write_text("x = 10\n")  # stream.py unchanged: its cache would be stale
+    second = jit.kernels_folder(cache)
+    assert second != first and second.parent == cache
+    assert not first.exists() and other_install.is_dir()
+    (sources / "decode.py").write_text("x = 1\n")
+    assert jit.kernels_folder(cache) == first
+    tokenizer.write_text("z = 4\n")
+    assert jit.kernels_folder(cache) != first
+
+
+def test_the_cache_in_use_is_the_kernels_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("numba", reason="numba is not installed (the fast extra)")
+    import numba.core.config
+
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", numba.core.config.CACHE_DIR)  # put back after
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert jit._ready(quiet=True)
+    assert str(jit.kernels_folder(tmp_path)) == numba.core.config.CACHE_DIR
+    assert os.environ["NUMBA_CACHE_DIR"] == str(jit.kernels_folder(tmp_path))

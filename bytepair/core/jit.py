@@ -15,14 +15,23 @@ cache directory is chosen here, before numba is imported: ``NUMBA_CACHE_DIR``
 when set, else ``$XDG_CACHE_HOME/bytepair/numba`` (``~/.cache/...``). When no
 writable place exists, or numba is missing though asked for, the numpy path
 runs and one :class:`KernelWarning` says why.
+
+Inside it, the kernels of one installation keep their code in a folder named by
+the digest of their sources (:func:`kernels_folder`). numba checks only the
+source file of each cached function, by its size and time, while a kernel's
+compiled code also holds the kernels it calls from other files (``stream.py``
+holds ``decode.py``'s, ``frame.py`` ``encode.py``'s): a change to one of those
+alone, as a checkout of another branch makes, would run stale code.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -86,6 +95,7 @@ def _ready(quiet: bool) -> bool:
             "bytepair uses its numpy kernels"
         )
         return False
+    cache_dir = kernels_folder(cache_dir)
     os.environ["NUMBA_CACHE_DIR"] = str(cache_dir)
     # numba colours its error messages through colorama where that is installed, whose exit
     # handler then writes an escape code to a terminal standard output: into `bytepair -d`'s output
@@ -115,6 +125,28 @@ def _cache_dir() -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = Path(base) / "bytepair" / "numba"
     return path if _writable(path) else None
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+KERNEL_SOURCES = (_PACKAGE / "core" / "kernels", _PACKAGE / "subword" / "_kernels.py")
+"""The modules numba compiles: the folder of the core's kernels, and the tokenizer's."""
+
+
+def kernels_folder(cache_dir: Path) -> Path:
+    """This installation's folder in *cache_dir*, named by where the package lives and a
+    digest of its kernels' sources; the folders of its earlier sources are removed."""
+    digest = hashlib.blake2b(digest_size=8)
+    for source in KERNEL_SOURCES:
+        for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    place = hashlib.blake2b(str(_PACKAGE).encode(), digest_size=4).hexdigest()
+    name = f"kernels-{place}-{digest.hexdigest()}"
+    if cache_dir.name == name:  # chosen already, by the process that started this one
+        return cache_dir
+    for old in cache_dir.glob(f"kernels-{place}-*"):
+        if old.is_dir() and old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+    return cache_dir / name
 
 
 def _writable(path: Path) -> bool:
