@@ -121,6 +121,21 @@ def test_recycling_runs_out_of_spare_values() -> None:
         assert_same(data, [0, len(data)], threshold=2, merges_per_step=merges)
 
 
+def test_candidates_at_the_threshold_while_recycling() -> None:
+    """Once the four fresh codes are used up, the merged pairs' values are recycled, and a
+    recycled code needs ``threshold + 1`` occurrences: pairs seen exactly ``threshold``
+    times stay, first candidate of a step or not."""
+    head = bytes(range(236))  # 236..239 absent: four fresh codes
+    counts = [12, 10, 9, 8, 5, 4, 3, 3]
+    body = b"".join(bytes([240 + 2 * k, 241 + 2 * k]) * c for k, c in enumerate(counts))
+    data = head + body
+    for threshold in (2, 3, 4, 5):
+        for merges in (1, 2, 3, 8):
+            assert_same(data, [0, len(data)], threshold=threshold, merges_per_step=merges)
+            assert_same(data, [0, len(data)], threshold=threshold, merges_per_step=merges, recycle=False)
+        assert_same(data, [0, len(data)], threshold=threshold, max_depth=3)
+
+
 def test_no_blocks() -> None:
     assert_same(b"", [0], threshold=3)
 

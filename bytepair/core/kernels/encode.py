@@ -230,12 +230,13 @@ def _encode_block(  # type: ignore[no-untyped-def]
     top_count = np.empty(n_best, dtype=np.int64)
     keys = np.empty(256, dtype=np.int32)  # _best_rows' workspace
     spare = np.empty(256, dtype=np.int64)
-    step_left = np.empty(merges_per_step, dtype=np.int64)
-    step_right = np.empty(merges_per_step, dtype=np.int64)
-    step_code = np.empty(merges_per_step, dtype=np.int64)
-    step_count = np.empty(merges_per_step, dtype=np.int64)
-    step_fresh = np.empty(merges_per_step, dtype=np.bool_)
-    step_made = np.empty(merges_per_step, dtype=np.int64)
+    # the step's merges; _choose writes one candidate more than it keeps
+    step_left = np.empty(n_best, dtype=np.int64)
+    step_right = np.empty(n_best, dtype=np.int64)
+    step_code = np.empty(n_best, dtype=np.int64)
+    step_count = np.empty(n_best, dtype=np.int64)
+    step_fresh = np.empty(n_best, dtype=np.bool_)
+    step_made = np.empty(n_best, dtype=np.int64)
     # when each symbol became a code (step * 64 + its place in the step; 0: a byte of the
     # block), and where the pairs its matches made lie in made, per side
     born = np.zeros(256, dtype=np.int64)
@@ -249,21 +250,22 @@ def _encode_block(  # type: ignore[no-untyped-def]
     while True:
         # rows below the threshold are never merged: they need not be exact
         _best_rows(counts, bound, arg, stale, depth, max_depth, threshold - 1, top, top_count, keys)
+        n_spare = 0  # once the fresh codes are used up: values no longer in the block
+        if n_used == n_free and recycle:
+            n_spare = _spare_values(symcount, spare, MAX_RECYCLED - n_recycled)
         n_step = _choose(
             top,
             top_count,
             arg,
-            symcount,
             depth,
             fresh,
             n_free,
             n_used,
-            n_recycled,
             threshold,
-            recycle,
             max_depth,
             merges_per_step,
             spare,
+            n_spare,
             step_left,
             step_right,
             step_code,
@@ -440,17 +442,15 @@ def _choose(  # type: ignore[no-untyped-def]
     top,
     top_count,
     arg,
-    symcount,
     depth,
     fresh,
     n_free,
     n_used,
-    n_recycled,
     threshold,
-    recycle,
     max_depth,
     merges_per_step,
     spare,
+    n_spare,
     step_left,
     step_right,
     step_code,
@@ -458,70 +458,55 @@ def _choose(  # type: ignore[no-untyped-def]
     step_fresh,
 ):
     """The merges of this step (left, right, code, count, fresh) into the ``step_`` arrays;
-    returns how many (0: the block is done). See the module docstring for the rules."""
+    returns how many (0: the block is done). See the module docstring for the rules.
+    *spare* holds the *n_spare* values a recycled code may take (listed by the caller: an
+    array released here on one path only kept numba from pruning the reference counts of
+    all twelve, 24 atomic operations a step)."""
     has_fresh = n_used < n_free
-    n_spare = 0
-    best = top_count[0]
-    if has_fresh:
-        ok = best >= threshold
-    elif recycle:
-        for v in range(255, -1, -1):  # values no longer in the block, highest first
-            if symcount[v] == 0:
-                spare[n_spare] = v
-                n_spare += 1
-        n_spare = min(n_spare, MAX_RECYCLED - n_recycled)
-        ok = n_spare > 0 and best > threshold  # a recycled code needs one occurrence more
-    else:
-        ok = False
-    if not ok:
-        return 0
-
-    if merges_per_step == 1:
-        a = top[0]
-        z = arg[a]
-        if max_depth >= 0 and max(2, 1 + depth[a], depth[z]) > max_depth:
-            return 0
-        step_left[0] = a
-        step_right[0] = z
-        step_code[0] = fresh[n_used] if has_fresh else spare[0]
-        step_count[0] = best
-        step_fresh[0] = has_fresh
-        return 1
-
     # further merges: fresh codes only while plenty are left; spare values while one is left over
     if has_fresh:
         limit = merges_per_step if n_free - n_used > merges_per_step else 1
     else:
-        limit = min(max(n_spare - 1, 1), merges_per_step)
+        limit = min(max(n_spare - 1, 1), merges_per_step) if n_spare > 0 else 0
+    # no branch on the tests, whose outcomes no predictor learns (540 cycles a step on
+    # kennedy.xls): every candidate is written at n (the step_ arrays have room for one
+    # more) and kept by n += take; once n reaches limit, take stays false
     n = 0
     for t in range(len(top)):
-        if not _passes(t, top_count, has_fresh, threshold):
-            continue
         a = top[t]
         z = arg[a]
         clash = False
         for u in range(t):  # a better candidate that passed, taken or not
-            if _passes(u, top_count, has_fresh, threshold) and (a == arg[top[u]] or z == top[u]):
-                clash = True
-                break
-        if clash:
-            continue
-        if n == limit:
-            break
+            clash |= _passes(u, top_count, has_fresh, threshold) & ((a == arg[top[u]]) | (z == top[u]))
+        take = _passes(t, top_count, has_fresh, threshold) & (not clash) & (n < limit)
+        if max_depth >= 0:  # only with one merge a step
+            take &= max(2, 1 + depth[a], depth[z]) <= max_depth
         step_left[n] = a
         step_right[n] = z
         step_code[n] = fresh[min(n_used + n, 255)] if has_fresh else spare[n]
         step_count[n] = top_count[t]
         step_fresh[n] = has_fresh
-        n += 1
+        n += take
     return n
 
 
 @numba.njit(cache=True, nogil=True)
+def _spare_values(symcount, spare, most):  # type: ignore[no-untyped-def]
+    """The values no longer in the block, highest first, into *spare*; returns how many,
+    at most *most*."""
+    n_spare = 0
+    for v in range(255, -1, -1):
+        if symcount[v] == 0:
+            spare[n_spare] = v
+            n_spare += 1
+    return min(n_spare, most)
+
+
+@numba.njit(cache=True, nogil=True)
 def _passes(t, top_count, has_fresh, threshold):  # type: ignore[no-untyped-def]
-    """Whether candidate *t* is frequent enough for its code (the first one always is)."""
+    """Whether candidate *t* is frequent enough for its code (a recycled one needs one more)."""
     c = top_count[t]
-    return t == 0 or (c >= threshold and (has_fresh or c > threshold))
+    return (c >= threshold) & (has_fresh | (c > threshold))
 
 
 @numba.njit(cache=True, nogil=True)

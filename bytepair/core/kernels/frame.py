@@ -84,7 +84,14 @@ def encode_frame_body(data: npt.NDArray[np.uint8], params: Params, budget: int) 
 def _encode_frame(  # type: ignore[no-untyped-def]
     data, block_size, max_distinct, escape_limit, bytes_per_free_code, threshold, recycle, merges_per_step, budget
 ):
-    """Cut *data* into blocks and escape them, encode them, pack the frame's body."""
+    """Cut *data* into blocks and escape them, encode them, pack the frame's body.
+
+    numba's cache holds this function's code with the engine and the cutting compiled
+    into it, and checks only this file's time stamp: after a change to ``encode.py`` or
+    ``prepare.py`` alone, a cached copy would run the old kernels (the same bytes, the
+    old speed). ``jit.kernels_folder`` names the cache's folder by a digest of every
+    kernel's source for that; a harness loading kernels some other way needs a fresh
+    ``NUMBA_CACHE_DIR``."""
     bounds, esc_count, esc_mark, literals, changed = _split_escapes(
         data, block_size, max_distinct, escape_limit, bytes_per_free_code
     )
