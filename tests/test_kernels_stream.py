@@ -169,6 +169,26 @@ def test_a_huge_claim_reserves_nothing() -> None:
     assert room.asked == []
 
 
+def test_no_room_before_every_frame_passed_the_readers_first_checks() -> None:
+    # the reader gives a frame room only once its CRC is right and its block lengths add
+    # up: a stream that fails those anywhere gets none (the fuzzer's case: one byte of the
+    # end record's size changed, claiming some 3,000 bytes a byte)
+    blob = multi_frame(TEXT)
+    size_at = len(blob) - END_SIZE + 5
+    for damaged in (
+        blob[:size_at] + b"\xff" + blob[size_at + 1 :],  # the end record's size: its check fails
+        flip(blob, 8 * (len(blob) // 2)),  # a frame body: its CRC fails
+        with_frame_edit(blob, 8, 0, blob[8 + 21] ^ 1),  # block lengths that do not add up, CRC right
+    ):
+        room = Room()
+        assert codec.decode_stream(memoryview(damaged), None, room) == -1
+        assert room.asked == []
+        with pytest.raises(bytepair.CorruptDataError):
+            bytepair.decompress(damaged)
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    assert stream.plan_stream(raw) == stream.stream_size(raw) == len(TEXT)
+
+
 def test_the_densest_streams_we_write_fit_the_claim_limit() -> None:
     # all zeros, in blocks as long as the format allows: the highest ratio a writer reaches
     data = bytes(1 << 21)

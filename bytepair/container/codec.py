@@ -269,11 +269,14 @@ def decode_frame(
 MOST_PER_BYTE = 4096
 """``decode_stream`` takes a stream whose end record claims at most this many bytes for
 each of its own: beyond any stream the format can describe (a block of 65,535 bytes takes
-at least some 60), so no legitimate stream is refused, and a forged end record cannot
-reserve more than this before the frames are checked."""
+at least some 60), so no legitimate stream is refused. A bound behind ``plan_stream``'s
+checks: a stream crafted to pass them (right CRCs, block lengths that add up, columns
+that do not) cannot make ``decompress`` reserve more than this before it is refused."""
 
 _decode_stream_compiled: Callable[..., int] | None = None
 """``core.kernels.stream.decode_stream``, once ``jit.use_numba`` said yes."""
+_plan_stream_compiled: Callable[..., int] | None = None
+"""``core.kernels.stream.plan_stream``, with it."""
 
 
 def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int], npt.NDArray[np.uint8]]) -> int:
@@ -284,8 +287,10 @@ def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int],
     whatever was written to ``into(size)`` to be thrown away.
 
     This saves the Python reader's calls per frame (see ``core.kernels.stream``); the
-    kernel makes every check the reader makes, and leaves the errors to it."""
-    global _decode_stream_compiled
+    kernels make every check the reader makes, and leave the errors to it. Room is
+    asked for only once the stream's structure, every frame's CRC and block lengths
+    passed (``plan_stream``): no more than the reader would have given its frames."""
+    global _decode_stream_compiled, _plan_stream_compiled
     n = len(buf)
     if n < STREAM_HEADER_SIZE + END_SIZE or buf[n - END_SIZE] != KIND_END:
         return -1
@@ -300,11 +305,15 @@ def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int],
         if not stream.AVAILABLE:
             return -1
         stream.load_kernels()  # on its own arrays, not the caller's buffers
+        _plan_stream_compiled = stream.plan_stream
         _decode_stream_compiled = stream.decode_stream
+    assert _plan_stream_compiled is not None
     raw = np.frombuffer(buf, dtype=np.uint8)
     if raw.flags.writeable:  # one array type for the kernel, so it is compiled once
         raw = raw.view()
         raw.flags.writeable = False
+    if _plan_stream_compiled(raw) != size:  # no room before every frame passed the reader's first checks
+        return -1
     try:
         out = into(size)
     except MemoryError:  # the end record may lie: the frame-by-frame reader says how

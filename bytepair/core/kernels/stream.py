@@ -36,7 +36,7 @@ from ...container.format import (
 from ..expand import NODE_BUDGET, NODE_SLACK
 from .decode import CRC_IN_KERNEL, OK, SPARE, _crc32, decode_body
 
-__all__ = ["AVAILABLE", "DECODED", "NOT_WHOLE", "decode_stream", "load_kernels"]
+__all__ = ["AVAILABLE", "DECODED", "NOT_WHOLE", "decode_stream", "load_kernels", "plan_stream"]
 
 AVAILABLE = CRC_IN_KERNEL
 """The kernel checks the CRCs itself, so it exists only where the carry-less multiply does."""
@@ -137,6 +137,33 @@ def stream_size(raw: npt.NDArray[np.uint8]) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
+def plan_stream(raw: npt.NDArray[np.uint8]) -> int:
+    """:func:`stream_size`, once every frame's CRC is right and its block headers add up
+    to its size; else -1. The Python reader gives a frame room only once it passed
+    these checks: called before the output is reserved, this keeps ``decode_stream``'s
+    room to what the reader would give (a byte changed in the end record, say, must
+    not reserve the thousands of bytes a byte it could claim)."""
+    total = stream_size(raw)
+    if total < 0:
+        return -1
+    pos = STREAM_HEADER_SIZE
+    while raw[pos] == KIND_FRAME:
+        n_blocks = u32(raw, pos + 1)
+        orig_size = u32(raw, pos + 5)
+        body_size = u32(raw, pos + 9)
+        body = raw[pos + _BODY_AT : pos + _BODY_AT + body_size]
+        if _crc32(body, _crc32(raw[pos : pos + _FIELDS], 0)) != u32(raw, pos + _FIELDS):
+            return -1
+        held = 0
+        for b in range(n_blocks):  # 9 bytes a block header: the lengths are there
+            held += int(body[2 * b]) | int(body[2 * b + 1]) << 8
+        if held != orig_size:
+            return -1
+        pos += _BODY_AT + body_size
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
 def decode_stream(raw: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], status: npt.NDArray[np.int64]) -> int:
     """Decode *raw*, one whole stream, into *out* (its size plus ``SPARE`` bytes, which
     hold junk after): :data:`DECODED`, or :data:`NOT_WHOLE` (with *out* holding
@@ -174,8 +201,9 @@ def decode_stream(raw: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], status
 
 
 def load_kernels() -> None:
-    """Compile, or load from numba's cache, :func:`decode_stream` on arrays of our own
+    """Compile, or load from numba's cache, :func:`plan_stream` and :func:`decode_stream` on arrays of our own
     (as ``decode.load_kernels``: a first call's frames may hold its arguments for a while)."""
     raw = np.zeros(0, dtype=np.uint8)
     raw.flags.writeable = False
+    plan_stream(raw)
     decode_stream(raw, np.zeros(SPARE, dtype=np.uint8), np.zeros(5, dtype=np.int64))
