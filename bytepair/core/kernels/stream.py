@@ -1,10 +1,11 @@
-"""The compiled reader of a whole stream: its header, every frame and its end, in one call.
+"""The compiled reader of a whole stream: its header, every frame and its end, in two calls.
 
 ``bytepair.decompress`` of one stream in the Python reader (``io.stream.StreamParser``)
 takes some 60 Python calls and two numba dispatches a frame (headers, the limit, the
 tally, the end record): 16 us in a warm loop, but 65-75 us when the interpreter's
 code is cold, as it is after other work, on a file whose decoding takes 100-300 us.
-:func:`decode_stream` does all of it in one call.
+:func:`plan_stream` checks what the reader checks before it gives a frame room, so
+that the caller reserves the output only then; :func:`decode_stream` decodes it all.
 
 It is an accelerator, not a second reader: it decodes a buffer only when the buffer
 is exactly one stream that passes every check the Python reader makes (the stream
