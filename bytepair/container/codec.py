@@ -280,7 +280,7 @@ _plan_stream_compiled: Callable[..., int] | None = None
 
 
 def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int], npt.NDArray[np.uint8]]) -> int:
-    """Decode *buf* in one compiled call, into ``into(size)`` (``size + SPARE`` writable
+    """Decode *buf* in two compiled calls, into ``into(size)`` (``size + SPARE`` writable
     bytes), when it is one intact stream of at most *max_length* bytes: returns its
     size, or -1 when the caller must read it frame by frame (``io.stream.StreamParser``:
     the numpy path, several streams, damage of any kind, a limit it would pass), with
