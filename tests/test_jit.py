@@ -107,10 +107,12 @@ def test_broken_numba_falls_back_with_a_warning(tmp_path: Path) -> None:
 def test_kernels_folder_follows_the_sources(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """numba checks only each cached function's own file: a change to any kernel source must
     move the cache to a new folder (and the old one of this installation goes)."""
+    monkeypatch.setattr(jit, "_PACKAGE", tmp_path)
     sources = tmp_path / "kernels"
-    sources.mkdir()
+    (sources / "deeper").mkdir(parents=True)
     (sources / "decode.py").write_text("x = 1\n")
     (sources / "stream.py").write_text("y = 2\n")
+    (sources / "deeper" / "format.py").write_text("SIZE = 21\n")
     tokenizer = tmp_path / "_kernels.py"
     tokenizer.write_text("z = 3\n")
     monkeypatch.setattr(jit, "KERNEL_SOURCES", (sources, tokenizer))
@@ -131,6 +133,50 @@ def test_kernels_folder_follows_the_sources(monkeypatch: pytest.MonkeyPatch, tmp
     assert jit.kernels_folder(cache) == first
     tokenizer.write_text("z = 4\n")
     assert jit.kernels_folder(cache) != first
+    tokenizer.write_text("z = 3\n")
+    (sources / "deeper" / "format.py").write_text("SIZE = 22\n")  # a constant a kernel compiles in
+    assert jit.kernels_folder(cache) != first
+
+
+def _imported_modules(path: Path) -> set[Path]:
+    """The package's modules *path* imports (relative imports)."""
+    import ast
+
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = path.parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        module = base.joinpath(*node.module.split(".")) if node.module else base
+        names = [alias.name for alias in node.names] if node.module is None else [""]
+        for name in names:
+            target = module / name if name else module
+            for candidate in (target.with_suffix(".py"), target / "__init__.py", module.with_suffix(".py")):
+                if candidate.is_file():
+                    found.add(candidate.resolve())
+                    break
+    return found
+
+
+def test_kernels_folder_digests_everything_the_kernels_import() -> None:
+    """Every module a kernel module imports, directly or not, is in ``KERNEL_SOURCES``: a
+    constant or function compiled in from a module left out would go stale in the cache."""
+    package = jit._PACKAGE
+    kernels = {*(package / "core" / "kernels").glob("*.py"), package / "subword" / "_kernels.py"}
+    seen: set[Path] = set()
+    todo = [p.resolve() for p in kernels]
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo += _imported_modules(path)
+    covered = {
+        p.resolve() for source in jit.KERNEL_SOURCES for p in (source.rglob("*.py") if source.is_dir() else [source])
+    }
+    assert len(seen) > len(kernels)
+    assert seen <= covered, sorted(str(p.relative_to(package)) for p in seen - covered)
 
 
 def test_the_cache_in_use_is_the_kernels_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

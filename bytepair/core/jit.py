@@ -20,8 +20,9 @@ Inside it, the kernels of one installation keep their code in a folder named by
 the digest of their sources (:func:`kernels_folder`). numba checks only the
 source file of each cached function, by its size and time, while a kernel's
 compiled code also holds the kernels it calls from other files (``stream.py``
-holds ``decode.py``'s, ``frame.py`` ``encode.py``'s): a change to one of those
-alone, as a checkout of another branch makes, would run stale code.
+holds ``decode.py``'s, ``frame.py`` ``encode.py``'s) and the constants it reads
+from other modules (``container/format.py``'s sizes, say): a change to one of
+those alone, as a checkout of another branch makes, would run stale code.
 """
 
 from __future__ import annotations
@@ -128,8 +129,10 @@ def _cache_dir() -> Path | None:
 
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-KERNEL_SOURCES = (_PACKAGE / "core" / "kernels", _PACKAGE / "subword" / "_kernels.py")
-"""The modules numba compiles: the folder of the core's kernels, and the tokenizer's."""
+KERNEL_SOURCES = (_PACKAGE / "core", _PACKAGE / "container", _PACKAGE / "subword", _PACKAGE / "_errors.py")
+"""What numba's compiled code can hold: the kernels (``core/kernels``, ``subword/_kernels.py``)
+and every module they import, whose functions and constants they compile in (the folders
+whole; a test holds this to the kernels' imports)."""
 
 
 def kernels_folder(cache_dir: Path) -> Path:
@@ -137,8 +140,8 @@ def kernels_folder(cache_dir: Path) -> Path:
     digest of its kernels' sources; the folders of its earlier sources are removed."""
     digest = hashlib.blake2b(digest_size=8)
     for source in KERNEL_SOURCES:
-        for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        for path in sorted(source.rglob("*.py")) if source.is_dir() else [source]:
+            digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     place = hashlib.blake2b(str(_PACKAGE).encode(), digest_size=4).hexdigest()
     name = f"kernels-{place}-{digest.hexdigest()}"
     if cache_dir.name == name:  # chosen already, by the process that started this one
