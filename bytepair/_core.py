@@ -54,7 +54,7 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
     buf = as_byte_view(data)
     out = _Output()
-    size = decode_stream(buf, max_length, out.room)  # one intact stream, in one compiled call
+    size = decode_stream(buf, max_length, out.room)  # one intact stream, in two compiled calls
     if size >= 0:
         out.size = size
         return out.value()

@@ -225,11 +225,11 @@ def test_an_output_view_that_outlives_the_call_costs_a_copy_not_an_error(monkeyp
         return int(real(raw, out, status))
 
     blob = bytepair.compress(TEXT)
-    monkeypatch.setattr(codec, "_decode_stream_compiled", keep_output)
+    monkeypatch.setattr(stream, "decode_stream", keep_output)
     assert bytepair.decompress(blob) == TEXT
     assert len(kept) == 1
     kept.clear()
-    monkeypatch.setattr(codec, "_decode_stream_compiled", real)
+    monkeypatch.setattr(stream, "decode_stream", real)
     assert bytepair.decompress(blob) == TEXT
 
 

@@ -7,6 +7,7 @@ stored or encoded blocks -> container, and container -> decoder -> checked bytes
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
@@ -273,10 +274,21 @@ at least some 60), so no legitimate stream is refused. A bound behind ``plan_str
 checks: a stream crafted to pass them (right CRCs, block lengths that add up, columns
 that do not) cannot make ``decompress`` reserve more than this before it is refused."""
 
-_decode_stream_compiled: Callable[..., int] | None = None
-"""``core.kernels.stream.decode_stream``, once ``jit.use_numba`` said yes."""
-_plan_stream_compiled: Callable[..., int] | None = None
-"""``core.kernels.stream.plan_stream``, with it."""
+_stream_kernels: ModuleType | None = None
+"""``core.kernels.stream``, once ``jit.use_numba`` said yes and its kernels are loaded."""
+
+
+def _load_stream_kernels() -> ModuleType | None:
+    """``core.kernels.stream`` with its kernels loaded, or None on a CPU without the
+    carry-less multiply (it checks the CRCs itself)."""
+    global _stream_kernels
+    from ..core.kernels import stream
+
+    if not stream.AVAILABLE:
+        return None
+    stream.load_kernels()  # on its own arrays, not the caller's buffers
+    _stream_kernels = stream
+    return stream
 
 
 def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int], npt.NDArray[np.uint8]]) -> int:
@@ -290,7 +302,6 @@ def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int],
     kernels make every check the reader makes, and leave the errors to it. Room is
     asked for only once the stream's structure, every frame's CRC and block lengths
     passed (``plan_stream``): no more than the reader would have given its frames."""
-    global _decode_stream_compiled, _plan_stream_compiled
     n = len(buf)
     if n < STREAM_HEADER_SIZE + END_SIZE or buf[n - END_SIZE] != KIND_END:
         return -1
@@ -299,25 +310,19 @@ def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int],
         return -1
     if not jit.use_numba(size):
         return -1
-    if _decode_stream_compiled is None:
-        from ..core.kernels import stream
-
-        if not stream.AVAILABLE:
-            return -1
-        stream.load_kernels()  # on its own arrays, not the caller's buffers
-        _plan_stream_compiled = stream.plan_stream
-        _decode_stream_compiled = stream.decode_stream
-    assert _plan_stream_compiled is not None
+    kernels = _stream_kernels or _load_stream_kernels()
+    if kernels is None:
+        return -1
     raw = np.frombuffer(buf, dtype=np.uint8)
     if raw.flags.writeable:  # one array type for the kernel, so it is compiled once
         raw = raw.view()
         raw.flags.writeable = False
-    if _plan_stream_compiled(raw) != size:  # no room before every frame passed the reader's first checks
+    if kernels.plan_stream(raw) != size:  # no room before every frame passed the reader's first checks
         return -1
     try:
         out = into(size)
     except MemoryError:  # the end record may lie: the frame-by-frame reader says how
         return -1
-    decoded = _decode_stream_compiled(raw, out, np.zeros(5, dtype=np.int64)) == 0
+    decoded = kernels.decode_stream(raw, out, np.zeros(5, dtype=np.int64)) == kernels.DECODED
     del out  # a view of the caller's buffer, which must be free to shrink
     return size if decoded else -1
