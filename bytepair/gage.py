@@ -48,10 +48,9 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import numpy.typing as npt
 
+from . import backend
 from ._errors import CorruptDataError, OutputLimitError, TruncatedDataError
-from .core.blocks import split_blocks
-from .core.engine import encode_blocks
-from .core.expand import NODE_BUDGET, NODE_SLACK, expand, expand_reference
+from .core.expand import NODE_BUDGET, NODE_SLACK, expand_reference
 from .core.params import Params
 from .core.tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums
 from .io.stream import as_byte_view
@@ -148,7 +147,7 @@ def _encoded_blocks(arr: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], t
         last = int(np.searchsorted(bounds, bounds[first] + _CHUNK, side="right")) - 1
         last = min(max(last, first + 1), n_blocks)
         base = int(bounds[first])
-        enc = encode_blocks(
+        enc = backend.encode_blocks(
             arr[base : int(bounds[last])],
             bounds[first : last + 1] - base,
             threshold=threshold,
@@ -221,7 +220,7 @@ def compress(
     arr = np.frombuffer(view, dtype=np.uint8)
     if not len(arr):
         return _EMPTY_BLOCK
-    bounds = split_blocks(arr, params.block_size, params.max_distinct)
+    bounds = backend.split_blocks(arr, params.block_size, params.max_distinct)
     encoded = _encoded_blocks(arr, bounds, params.threshold)
     stored = _choose_stored(encoded, np.diff(bounds).tolist())
     parts: list[bytes | memoryview] = []
@@ -472,7 +471,7 @@ def _decode_run(
             stop += 1
         sel = np.arange(b, stop)[payload_len[b:stop] > 0]  # empty blocks expand to nothing
         if len(sel):
-            yield expand(tables(sel))
+            yield backend.expand(tables(sel))
         b = stop
 
 

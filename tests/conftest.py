@@ -1,5 +1,5 @@
 """Subprocesses started by the tests import this checkout's bytepair, whatever is installed; the
-``kernels`` fixture runs a test on both paths (numpy, and numba when installed)."""
+``kernels`` fixture runs a test on both paths (numpy, and the compiled kernels when built)."""
 
 import os
 
@@ -12,6 +12,6 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.g
 
 @pytest.fixture(params=KERNEL_PATHS)
 def kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test once on each path (``BYTEPAIR_KERNELS=numpy``, then ``numba``, skipped when
-    numba is not installed); the value is the path."""
+    """Runs a test once on each path (``numpy``, then ``compiled``, skipped when the compiled
+    kernels are not built); the value is the path."""
     return use_kernels(request.param, monkeypatch)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+import bytepair.backend
 import bytepair.core.expand
-import bytepair.core.jit
 import bytepair.io.parallel
 import bytepair.io.stream
 from bytepair import BytePairError
@@ -115,8 +115,8 @@ def expand_in_python(t: PairTables) -> bytes:
 
 def compiled_decoder() -> Callable[[PairTables], bytes] | None:
     """The compiled decoder (``bytepair.core.kernels.decode.expand``) as bytes, or None
-    without numba (or without a writable cache for it); imported through the gate."""
-    if not bytepair.core.jit._ready(quiet=True):
+    where the compiled kernels are not built."""
+    if not compiled_available():
         return None
     from bytepair.core.kernels import decode
 
@@ -128,16 +128,18 @@ def compiled_decoder() -> Callable[[PairTables], bytes] | None:
 
 @contextlib.contextmanager
 def kernels(mode: str) -> Iterator[None]:
-    """Run the block with ``BYTEPAIR_KERNELS=mode`` (``numpy`` or ``numba``)."""
-    saved = os.environ.get(bytepair.core.jit.KERNELS_ENV)
-    os.environ[bytepair.core.jit.KERNELS_ENV] = mode
+    """Run the block on path *mode* (``numpy`` or ``compiled``), in this process and in the
+    processes it starts (``BYTEPAIR_KERNELS``)."""
+    saved = os.environ.get(bytepair.backend.KERNELS_ENV)
+    os.environ[bytepair.backend.KERNELS_ENV] = mode
     try:
-        yield
+        with bytepair.backend.use(mode):
+            yield
     finally:
         if saved is None:
-            del os.environ[bytepair.core.jit.KERNELS_ENV]
+            del os.environ[bytepair.backend.KERNELS_ENV]
         else:
-            os.environ[bytepair.core.jit.KERNELS_ENV] = saved
+            os.environ[bytepair.backend.KERNELS_ENV] = saved
 
 
 DECODERS: tuple[Callable[[PairTables], bytes], ...] = (
@@ -167,22 +169,33 @@ def record_pools(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
     return started
 
 
-KERNEL_PATHS = ("numpy", "numba")
-"""The values of ``BYTEPAIR_KERNELS`` the ``kernels`` fixture (conftest.py) runs a test under."""
+KERNEL_PATHS = ("numpy", "compiled")
+"""The paths the ``kernels`` fixture (conftest.py) runs a test on."""
+
+NOT_BUILT = "the compiled kernels are not built here (pip install . with a C compiler; docs/kernels.md)"
+
+
+def compiled_available() -> bool:
+    """Whether this checkout's compiled kernels are built (``bytepair.backend``)."""
+    return bytepair.backend._compiled_choice().name == "compiled"
 
 
 def use_kernels(path: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Make bytepair take *path* (``numpy`` or ``numba``) from now on; a skip when numba is
-    asked for and not installed. Returns *path*."""
-    if path == "numba":
-        pytest.importorskip("numba", reason="numba is not installed (the fast extra): the compiled path is untested")
-    monkeypatch.setenv("BYTEPAIR_KERNELS", path)
+    """Make bytepair take *path* (``numpy`` or ``compiled``) until the test ends, here and in
+    the processes it starts; a skip when the compiled kernels are asked for and not built.
+    Returns *path*."""
+    if path == "compiled" and not compiled_available():
+        pytest.skip(NOT_BUILT)
+    monkeypatch.setenv(bytepair.backend.KERNELS_ENV, path)
+    chosen = bytepair.backend.Choice(path, "" if path == "compiled" else "asked for")
+    monkeypatch.setattr(bytepair.backend, "_choice", chosen)
+    monkeypatch.setattr(bytepair.backend, "_compiled", path == "compiled")
     return path
 
 
 def compiled(path: str) -> bool:
     """Whether bytepair takes the compiled path, given the ``kernels`` fixture's *path*."""
-    return path == "numba"
+    return path == "compiled"
 
 
 def frames_each_split_task_decodes(content: bytes, pieces: Any) -> list[int]:

@@ -19,7 +19,7 @@ import bytepair
 from bytepair import DEFAULT_LEVEL
 from bytepair.cli import bench as _bench
 from bytepair.cli.bench import Codec
-from tests.helpers import REPO
+from tests.helpers import REPO, use_kernels
 
 SCRIPT = REPO / "benchmarks" / "roundtrip.py"
 TEXT = b"the quick brown fox jumps over the lazy dog; " * 200 + bytes(range(256))
@@ -195,25 +195,10 @@ def test_table_has_every_codec_and_total_rows(result: _bench.BenchResult) -> Non
     assert str(sum(len(d) for _, d in INPUTS)) in zlib_total
 
 
-@pytest.mark.parametrize(
-    ("mode", "numba_here", "expected"),
-    [
-        ("numpy", True, "numpy"),
-        ("auto", False, "numpy"),
-        ("numba", True, "numba 0.68.1"),
-        ("auto", True, "numba 0.68.1 (numpy below 65536 bytes)"),
-    ],
-)
-def test_the_header_says_which_kernels_ran(
-    mode: str, numba_here: bool, expected: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from bytepair.core import jit
-
-    monkeypatch.setenv("BYTEPAIR_KERNELS", mode)
-    monkeypatch.setattr(jit, "_ready", lambda quiet: numba_here)
-    monkeypatch.setattr(jit.importlib.metadata, "version", lambda name: "0.68.1")
-    monkeypatch.setattr(jit, "MIN_COMPILED_BYTES", 65536)
-    assert _bench.kernels_in_use() == expected
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+def test_the_header_says_which_kernels_ran(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_kernels(path, monkeypatch)
+    assert _bench.kernels_in_use() == ("compiled" if path == "compiled" else "numpy (asked for)")
 
 
 def test_table_without_per_file_has_totals_only(result: _bench.BenchResult) -> None:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import array
-import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -194,21 +191,6 @@ def test_threads_give_identical_output(kernels: str, monkeypatch: pytest.MonkeyP
     assert pools and set(pools) == {(2, compiled(kernels))}, "frames must be shared with two workers"
     assert serial == parallel
     assert bytepair.decompress(parallel) == data
-
-
-def test_small_inputs_never_import_numba() -> None:
-    """In a fresh process (this one may have loaded numba already): a small input, on
-    one thread or all, leaves numba unimported."""
-    code = (
-        "import sys, bytepair; "
-        "assert bytepair.decompress(bytepair.compress(b'small')) == b'small'; "
-        "assert bytepair.decompress(bytepair.compress(b'small' * 1000, threads=0)) == b'small' * 1000; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba'))"
-    )
-    env = {**os.environ, "BYTEPAIR_KERNELS": "auto"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "[]\n"
 
 
 def test_one_shot_functions_are_thread_safe() -> None:

@@ -263,15 +263,15 @@ def test_an_interrupted_worker_job_reaches_the_caller(monkeypatch: pytest.Monkey
     queue.close()
 
 
-@pytest.mark.parametrize("path", ["numpy", "numba"])
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
 def test_the_first_job_chooses_threads_or_processes(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The choice follows the path for the first job's input, asked once per stream (the
-    engine makes its own choice: numba itself is never needed here)."""
+    """The choice follows the path, asked once per stream (the engine makes its own
+    choice: the compiled kernels themselves are not needed here)."""
     asked: list[int] = []
 
     def compiled_path(nbytes: int) -> bool:
         asked.append(nbytes)
-        return path == "numba"
+        return path == "compiled"
 
     monkeypatch.setattr(parallel, "_compiled_path", compiled_path)
     pools = record_pools(monkeypatch)
@@ -282,5 +282,5 @@ def test_the_first_job_chooses_threads_or_processes(path: str, monkeypatch: pyte
         finished += pipeline.add(part)
     finished += pipeline.finish()
     assert asked == [len(parts[0])]
-    assert pools and {in_threads for _, in_threads in pools} == {path == "numba"}
+    assert pools and {in_threads for _, in_threads in pools} == {path == "compiled"}
     assert [length for _, _, length in finished] == [len(part) for part in parts]

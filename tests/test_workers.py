@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from bytepair.io import workers
-from tests.helpers import REPO, compiled
+from tests.helpers import NOT_BUILT, REPO, compiled, compiled_available
 
 CALLER = """\
 import bytepair
@@ -59,11 +59,11 @@ def run_caller(args: list[str], path: str, tmp_path: Path, stdin: str | None = N
     check_caller(done.stdout, done.stderr, path)
 
 
-@pytest.fixture(params=["numpy", "numba"])
+@pytest.fixture(params=["numpy", "compiled"])
 def path(request: pytest.FixtureRequest) -> str:
     """The path a caller subprocess is given (``BYTEPAIR_KERNELS``)."""
-    if request.param == "numba":
-        pytest.importorskip("numba", reason="numba is not installed (the fast extra): the thread path is untested")
+    if request.param == "compiled" and not compiled_available():
+        pytest.skip(NOT_BUILT)
     value: str = request.param
     return value
 

@@ -457,15 +457,11 @@ def _warm_up_input(data: bytes, size: int) -> bytes:
 
 
 def kernels_in_use() -> str:
-    """Which path bytepair's runs take here (``BYTEPAIR_KERNELS`` and numba decide), as the
-    table's header says it: ``numba 0.68.1``, ``numpy``, or in ``auto`` mode the size
-    under which numpy runs instead."""
-    from ..core import jit
+    """Which path bytepair's runs take here, as the table's header says it:
+    ``compiled``, or ``numpy`` with the reason (``bytepair.backend.describe``)."""
+    from .. import backend
 
-    name = jit.kernels_name()
-    if name != "numpy" and jit.requested() == "auto":
-        return f"{name} (numpy below {jit.MIN_COMPILED_BYTES} bytes)"
-    return name
+    return backend.describe()
 
 
 def machine_info() -> dict[str, Any]:

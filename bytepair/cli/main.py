@@ -89,16 +89,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Version(argparse.Action):
-    """``-V``: the version, then the kernels large inputs take here (asked only now:
-    other commands never pay for finding out)."""
+    """``-V``: the version, then the kernels in use here (``compiled``, or ``numpy``
+    and why)."""
 
     def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> NoReturn:
-        from ..core.jit import kernels_name
+        from .. import backend
 
-        sys.stdout.write(f"{PROG} {__version__}\nkernels: {kernels_name()}\n")
+        sys.stdout.write(f"{PROG} {__version__}\nkernels: {backend.describe()}\n")
         parser.exit()
 
 

@@ -7,17 +7,15 @@ stored or encoded blocks -> container, and container -> decoder -> checked bytes
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
 
+from .. import backend
 from .._errors import CorruptDataError
-from ..core import jit
-from ..core.blocks import split_blocks
-from ..core.engine import EncodedBlocks, encode_blocks
-from ..core.escape import Escapes, find_escapes
-from ..core.expand import expand, node_budget
+from ..core.engine import EncodedBlocks
+from ..core.escape import Escapes
+from ..core.expand import node_budget
 from ..core.params import MAX_BLOCK_SIZE, Params
 from ..core.tables import PairTables, concat_ranges
 from .crc import crc32
@@ -134,7 +132,7 @@ EngineRunner = Callable[[npt.NDArray[np.uint8], npt.NDArray[np.int64], Params], 
 
 def run_engine(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
     """Encode the blocks of *data* in this thread."""
-    return encode_blocks(
+    return backend.encode_blocks(
         data, bounds, threshold=params.threshold, recycle=params.recycle, merges_per_step=params.merges_per_step
     )
 
@@ -160,7 +158,7 @@ def _encode_with_escapes(
     n_blocks = len(bounds) - 1
     if not params.escape_limit:
         return engine(data, bounds, params), Escapes.none(n_blocks)
-    changed, esc = find_escapes(data, bounds, params.escape_limit) if escaped is None else escaped
+    changed, esc = backend.find_escapes(data, bounds, params.escape_limit) if escaped is None else escaped
     escaping = np.flatnonzero(esc.count)
     if not params.escape_trial or not len(escaping):
         return engine(changed, bounds, params), esc
@@ -168,12 +166,7 @@ def _encode_with_escapes(
     lengths = np.diff(bounds)[escaping]
     both_bounds = np.concatenate((bounds, len(data) + np.cumsum(lengths)))
     both = engine(np.concatenate((data, changed[concat_ranges(bounds[escaping], lengths)])), both_bounds, params)
-    if jit.use_numba(len(data)):
-        from ..core.kernels import frame  # imports numba: only once the gate said yes
-
-        costs = frame.block_costs(both)
-    else:
-        costs = block_costs(both)
+    costs = backend.frame_kernels()[0].block_costs(both) if backend.compiled() else block_costs(both)
     use_escapes = np.zeros(n_blocks, dtype=np.bool_)
     use_escapes[escaping] = costs[n_blocks:] + esc.cost()[escaping] < costs[escaping]
     chosen = np.arange(n_blocks)
@@ -185,11 +178,9 @@ def _pack(
     data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: EncodedBlocks, esc: Escapes, content_crc: int
 ) -> bytes:
     """The frame of the blocks *enc* encoded: ``pack_frame(_assemble(...))``. Large inputs
-    take the compiled loop (``kernels.frame``) when ``jit.use_numba`` allows: the same bytes."""
-    if jit.use_numba(len(data)):
-        from ..core.kernels import frame  # imports numba: only once the gate said yes
-
-        body, n_blocks = frame.pack_frame_body(data, bounds, enc, esc, node_budget(len(data)))
+    take the compiled loop (``kernels.frame``) on the compiled path: the same bytes."""
+    if backend.compiled():
+        body, n_blocks = backend.frame_kernels()[0].pack_frame_body(data, bounds, enc, esc, node_budget(len(data)))
         return frame_from_body(body.data, n_blocks, len(data), content_crc)
     return pack_frame(_assemble(data, bounds, enc, esc), content_crc)
 
@@ -197,15 +188,12 @@ def _pack(
 def _cut(
     data: npt.NDArray[np.uint8], block_size: int, max_distinct: int, escape_limit: int
 ) -> tuple[npt.NDArray[np.int64], tuple[npt.NDArray[np.uint8], Escapes] | None]:
-    """The blocks' bounds, and their escapes when the compiled loop (``kernels.prepare``)
-    finds them in the same pass over the frame (``jit.use_numba`` allows it and
-    *escape_limit* asks for escapes); else None, for ``find_escapes`` to find them."""
-    if escape_limit and jit.use_numba(len(data)):
-        from ..core.kernels import prepare  # imports numba: only once the gate said yes
-
-        bounds, changed, esc = prepare.split_and_find_escapes(data, block_size, max_distinct, escape_limit)
+    """The blocks' bounds, and their escapes when *escape_limit* asks for them (one pass
+    over the frame on the compiled path); else None."""
+    if escape_limit:
+        bounds, changed, esc = backend.split_and_find_escapes(data, block_size, max_distinct, escape_limit)
         return bounds, (changed, esc)
-    return split_blocks(data, block_size, max_distinct), None
+    return backend.split_blocks(data, block_size, max_distinct), None
 
 
 def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunner = run_engine) -> tuple[bytes, int]:
@@ -215,10 +203,8 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     compiled path, a level of one cutting without the escape trial (1-5) is one kernel call.
     """
     content_crc = crc32(data)
-    if engine is run_engine and not params.trials and not params.escape_trial and jit.use_numba(len(data)):
-        from ..core.kernels import frame as kernels  # imports numba: only once the gate said yes
-
-        body, n_blocks = kernels.encode_frame_body(data, params, node_budget(len(data)))
+    if engine is run_engine and not params.trials and not params.escape_trial and backend.compiled():
+        body, n_blocks = backend.frame_kernels()[0].encode_frame_body(data, params, node_budget(len(data)))
         return frame_from_body(body.data, n_blocks, len(data), content_crc), content_crc
     best = b""
     for block_size, max_distinct in params.cuttings():
@@ -229,10 +215,6 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     return best, content_crc
 
 
-_decode_compiled: Callable[..., npt.NDArray[np.uint8]] | None = None
-"""``core.kernels.decode.decode_frame_body``, once ``jit.use_numba`` said yes."""
-
-
 def decode_frame(
     header: FrameHeader,
     body: bytes | memoryview,
@@ -240,24 +222,16 @@ def decode_frame(
     first_block: int,
     into: Callable[[int], npt.NDArray[np.uint8]] | None = None,
 ) -> npt.NDArray[np.uint8]:
-    """Decode and verify one frame whose header has been read: compiled when
-    ``jit.use_numba`` says so for its size (the same bytes and errors).
+    """Decode and verify one frame whose header has been read (compiled or numpy:
+    the same bytes and errors).
 
     With *into*, the frame is decoded in ``into(orig_size)`` (a writable array of
     ``orig_size + SPARE`` bytes, asked for only once the frame's body has passed
     some checks), and the view of its bytes returned: a caller gathering frames
     into one buffer saves a copy (the compiled path writes there directly)."""
-    if jit.use_numba(header.orig_size):
-        global _decode_compiled
-        if _decode_compiled is None:  # imported once: an import statement costs microseconds a frame
-            from ..core.kernels import decode
-
-            decode.load_kernels()  # on its own arrays, not the caller's buffer
-            _decode_compiled = decode.decode_frame_body
-        out = _decode_compiled(header, body, frame_index, first_block, into)  # checks both CRCs
-        del body  # this frame may outlive the call, held by numba (see ``decode.load_kernels``)
-        return out
-    decoded = expand(unpack_frame_body(header, body, frame_index, first_block))
+    if backend.compiled():
+        return backend.frame_kernels()[1].decode_frame_body(header, body, frame_index, first_block, into)  # type: ignore[no-any-return]
+    decoded = backend.expand(unpack_frame_body(header, body, frame_index, first_block))
     if crc32(decoded) != header.content_crc:
         raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
     if into is None:
@@ -273,22 +247,6 @@ each of its own: beyond any stream the format can describe (a block of 65,535 by
 at least some 60), so no legitimate stream is refused. A bound behind ``plan_stream``'s
 checks: a stream crafted to pass them (right CRCs, block lengths that add up, columns
 that do not) cannot make ``decompress`` reserve more than this before it is refused."""
-
-_stream_kernels: ModuleType | None = None
-"""``core.kernels.stream``, once ``jit.use_numba`` said yes and its kernels are loaded."""
-
-
-def _load_stream_kernels() -> ModuleType | None:
-    """``core.kernels.stream`` with its kernels loaded, or None on a CPU without the
-    carry-less multiply (it checks the CRCs itself)."""
-    global _stream_kernels
-    from ..core.kernels import stream
-
-    if not stream.AVAILABLE:
-        return None
-    stream.load_kernels()  # on its own arrays, not the caller's buffers
-    _stream_kernels = stream
-    return stream
 
 
 def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int], npt.NDArray[np.uint8]]) -> int:
@@ -308,15 +266,10 @@ def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int],
     size = int.from_bytes(buf[n - END_SIZE + 5 : n - END_SIZE + 13], "little")  # as the end record says
     if not 0 < size <= MOST_PER_BYTE * n or (max_length is not None and size > max_length):
         return -1
-    if not jit.use_numba(size):
+    if not backend.compiled():
         return -1
-    kernels = _stream_kernels or _load_stream_kernels()
-    if kernels is None:
-        return -1
+    kernels = backend.frame_kernels()[2]
     raw = np.frombuffer(buf, dtype=np.uint8)
-    if raw.flags.writeable:  # one array type for the kernel, so it is compiled once
-        raw = raw.view()
-        raw.flags.writeable = False
     if kernels.plan_stream(raw) != size:  # no room before every frame passed the reader's first checks
         return -1
     try:

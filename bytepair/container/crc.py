@@ -1,43 +1,24 @@
 """CRC-32 (as ``zlib.crc32``): of a buffer, and of a concatenation from the CRCs of its parts.
 
-:func:`crc32` is ``zlib.crc32``, computed on the compiled path by the carry-less
-multiply kernel (``core.kernels.crc32``, 4-6x zlib's speed) where the CPU has
-one. Each frame carries the CRC of its own content; :func:`crc32_combine` gives
-the CRC of the whole stream from them without a second pass over the output.
-This is zlib's ``crc32_combine`` (polynomial arithmetic modulo the CRC polynomial).
+:func:`crc32` is ``zlib.crc32``, computed on the compiled path by the compiled core
+(``backend.crc32``: the carry-less multiply where the CPU has one). Each frame
+carries the CRC of its own content; :func:`crc32_combine` gives the CRC of the whole
+stream from them without a second pass over the output. This is zlib's
+``crc32_combine`` (polynomial arithmetic modulo the CRC polynomial).
 """
 
 from __future__ import annotations
 
-import zlib
-from types import ModuleType
 from typing import Any
 
-import numpy as np
-
-from ..core import jit
+from .. import backend
 
 __all__ = ["crc32", "crc32_combine"]
-
-_FAST_MIN = 4096
-"""Shorter buffers go to zlib: calling a compiled function costs about what zlib takes for 2 KB."""
-
-_kernel: ModuleType | None = None
 
 
 def crc32(data: Any, value: int = 0) -> int:
     """``zlib.crc32(data, value)`` of a bytes-like object of bytes (or a uint8 array)."""
-    global _kernel
-    n = len(data)
-    if n >= _FAST_MIN and jit.use_numba(n):
-        if _kernel is None:
-            from ..core.kernels import crc32 as kernel
-
-            _kernel = kernel
-        if _kernel.AVAILABLE:
-            array = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
-            return int(_kernel.crc32(array, value))
-    return zlib.crc32(data, value)
+    return backend.crc32(data, value)
 
 
 _POLY = 0xEDB88320  # reflected CRC-32 polynomial

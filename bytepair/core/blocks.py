@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from . import jit
 from .tables import byte_counts
 
 __all__ = ["split_blocks"]
@@ -38,14 +37,10 @@ def split_blocks(data: npt.NDArray[np.uint8], block_size: int, max_distinct: int
 
     The common case (text, where the whole input has few distinct values) costs
     one count of its bytes; binary input is cut block by block with a window that
-    grows only as far as a block can reach. Large inputs take the compiled loop
-    (``kernels.prepare``) when ``jit.use_numba`` allows: the same cuts.
+    grows only as far as a block can reach. (The numpy reference of
+    ``kernels.prepare``: ``bytepair.backend.split_blocks`` chooses.)
     """
     size = len(data)
-    if jit.use_numba(size):
-        from .kernels import prepare  # imports numba: only once the gate said yes
-
-        return prepare.split_blocks(data, block_size, max_distinct)
     if size == 0:
         return np.zeros(1, dtype=np.int64)
     if np.count_nonzero(byte_counts(data)) < max_distinct:

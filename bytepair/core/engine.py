@@ -45,7 +45,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from . import jit
 from .buffers import Buffers, per_thread
 from .tables import concat_ranges, run_edges
 
@@ -190,17 +189,9 @@ def encode_blocks(
     ``check_counts`` recomputes every count from scratch after every step and
     asserts the incremental ones agree (for tests; slow).
 
-    Large inputs take the compiled engine (``kernels.encode``) when ``jit.use_numba``
-    allows, unless a step observer or the count check asks for this one (or a block is
-    longer than ``MAX_COMPILED_BLOCK``); both write the same result.
+    This is the numpy reference; ``bytepair.backend.encode_blocks`` takes the compiled
+    engine (``kernels.encode``) where it is built: both write the same result.
     """
-    compiled_fits = len(bounds) < 2 or int(np.max(np.diff(bounds))) <= MAX_COMPILED_BLOCK
-    if on_step is None and not check_counts and compiled_fits and jit.use_numba(len(data)):
-        from .kernels import encode as compiled  # imports numba: only once the gate said yes
-
-        return compiled.encode_blocks(
-            data, bounds, threshold=threshold, recycle=recycle, max_depth=max_depth, merges_per_step=merges_per_step
-        )
     results = []
     for first, last in itertools.pairwise(batch_edges(np.diff(bounds))):
         batch = _Batch(

@@ -17,7 +17,6 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import CorruptDataError
-from . import jit
 from .tables import block_byte_counts, block_cells, run_edges
 
 __all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
@@ -72,13 +71,9 @@ def find_escapes(
     (shorter blocks rarely do; on the corpora this rule loses nothing against
     escaping every block). The mark is the smallest escaped
     value, so the larger freed values, which the engine takes first, stay in
-    long runs. Returns the changed data and the escapes. Large inputs take the
-    compiled loop (``kernels.prepare``) when ``jit.use_numba`` allows: the same result.
+    long runs. Returns the changed data and the escapes. (The numpy
+    reference of ``kernels.prepare``: ``bytepair.backend.find_escapes`` chooses.)
     """
-    if jit.use_numba(len(data)):
-        from .kernels import prepare  # imports numba: only once the gate said yes
-
-        return prepare.find_escapes(data, bounds, limit)
     n_blocks = len(bounds) - 1
     counts = block_byte_counts(data, bounds)
     rare = (counts > 0) & (counts <= limit)

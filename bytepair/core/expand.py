@@ -33,12 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import CorruptDataError
-from . import jit
 from .buffers import Buffers, per_thread
 from .escape import restore_escapes
 from .tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums, for_sums, run_edges
 
-__all__ = ["NODE_BUDGET", "expand", "expand_numpy", "expand_reference", "node_budget"]
+__all__ = ["NODE_BUDGET", "expand_numpy", "expand_reference", "node_budget"]
 
 NODE_BUDGET = 4
 """The expansions of all codes of a run of blocks may hold at most this many times
@@ -439,16 +438,6 @@ def _lay_out(
 
 class _Scratch(Buffers):
     """The decoder's per-thread scratch arrays."""
-
-
-def expand(t: PairTables) -> npt.NDArray[np.uint8]:
-    """Decode a run of blocks: compiled (``kernels/decode.py``) when ``jit.use_numba`` says
-    so for its output size, else ``expand_numpy``. Both give the same bytes and errors."""
-    if jit.use_numba(int(t.orig_len.sum())):
-        from .kernels import decode
-
-        return decode.expand(t)
-    return expand_numpy(t)
 
 
 def expand_numpy(t: PairTables) -> npt.NDArray[np.uint8]:

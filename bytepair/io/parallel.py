@@ -14,14 +14,14 @@ in one piece per worker (``share_edges``), which go through the same queue, and
 assembled here. Frames smaller than ``MIN_SHARE`` per worker are encoded here:
 starting work elsewhere would cost more than it saves.
 
-What a worker is depends on the path ``core.jit`` chooses for the stream's first
-job. The compiled kernels release the GIL, so on that path the workers are
-threads of this process, kept for its life: nothing is pickled or copied. The
-numpy engine makes many short numpy calls and holds the GIL most of the time,
-so there the workers are processes (``workers``), which never import the
-caller's ``__main__``: a script without a main guard, ``python -``, ``python -c``,
-an interactive session and a notebook all get their output. Either way the
-output is the same bytes for every thread count.
+What a worker is depends on the path ``bytepair.backend`` chose for the process. The
+compiled kernels release the GIL, so on that path the workers are threads of this
+process, kept for its life: nothing is pickled or copied. The numpy engine makes
+many short numpy calls and holds the GIL most of the time, so there the workers are
+processes (``workers``), which never import the caller's ``__main__``: a script
+without a main guard, ``python -``, ``python -c``, an interactive session and a
+notebook all get their output. Either way the output is the same bytes for every
+thread count.
 """
 
 from __future__ import annotations
@@ -144,10 +144,10 @@ def share_edges(bounds: npt.NDArray[np.int64], workers: int) -> list[int]:
 
 
 def _compiled_path(nbytes: int) -> bool:
-    """Whether the compiled kernels run for an input of *nbytes* (``jit.use_numba``)."""
-    from ..core import jit  # imported on first use: small inputs never reach here
+    """Whether the compiled kernels run (``bytepair.backend``; any size)."""
+    from .. import backend
 
-    return jit.use_numba(nbytes)
+    return backend.compiled()
 
 
 def _engine_job(data: bytes | npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
@@ -347,7 +347,7 @@ class FramePipeline:
 
     def _put(self, job: Callable[..., Any], data: bytes | memoryview | npt.NDArray[np.uint8], *args: Any) -> int:
         """Queue *job* on *data*; the first job chooses the workers: threads when the
-        compiled kernels run for it (``jit.use_numba``), processes otherwise (which
+        compiled kernels run (``backend.compiled``), processes otherwise (which
         take a borrowed frame as bytes: a memoryview cannot be pickled)."""
         assert self._queue is not None
         if not self._chosen:

@@ -140,10 +140,10 @@ def spell(counts: Mapping[str, int], scheme: Scheme) -> tuple[list[str], IntArra
 
 
 def _use_kernels(nsymbols: int) -> bool:
-    """Whether the compiled path runs (``bytepair.core.jit`` decides: ``BYTEPAIR_KERNELS``, size, numba)."""
-    from ..core import jit
+    """Whether the compiled learner runs (``bytepair.backend`` decides, once per process)."""
+    from .. import backend
 
-    return jit.use_numba(nsymbols)
+    return backend.compiled()
 
 
 def _reverse_key(symbol: str) -> tuple[int, ...]:

@@ -68,9 +68,10 @@ def _batches(lines: Iterable[str], size: int = 4096) -> Iterator[list[str]]:
 
 
 def _use_kernels(nsymbols: int) -> bool:
-    from ..core import jit
+    """Whether the compiled merge table runs (``bytepair.backend`` decides, once per process)."""
+    from .. import backend
 
-    return jit.use_numba(nsymbols)
+    return backend.compiled()
 
 
 _CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied when it grows past this
