@@ -1,4 +1,4 @@
-"""CRC-32 speed: the carry-less multiply kernel (``core.kernels.crc32``) against ``zlib.crc32``.
+"""CRC-32 speed: the compiled kernel (``backend.crc32``) against ``zlib.crc32``.
 
     python benchmarks/crc32.py [--reps N]
 
@@ -10,7 +10,6 @@ zlib's in the same run. Both must give the same value (checked).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -20,8 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("BYTEPAIR_KERNELS", "numba")
-from bytepair.core import jit
+from bytepair import backend
 
 SIZES = (4 << 10, 32 << 10, 1 << 20, 2 << 20, 16 << 20)
 
@@ -30,14 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="crc32.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=21, help="timed calls of each, in turns (21)")
     args = parser.parse_args(argv)
-    if not jit.use_numba(1 << 30):
-        print("crc32.py: needs numba (pip install 'bytepair[fast]')", file=sys.stderr)
+    if not backend.compiled():
+        print(f"crc32.py: needs the compiled kernels; here: {backend.describe()}", file=sys.stderr)
         return 2
-    from bytepair.core.kernels import crc32 as kernel
-
-    if not kernel.AVAILABLE:
-        print("crc32.py: this CPU has no carry-less multiply for numba", file=sys.stderr)
-        return 2
+    kernel = backend
     rng = np.random.default_rng(0)
     print(f"{'bytes':>10} {'zlib GB/s':>10} {'kernel GB/s':>12} {'kernel vs zlib':>15}")
     for size in SIZES:

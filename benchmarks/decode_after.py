@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # time this che
 import numpy as np
 
 import bytepair
+from bytepair import backend
 from bytepair.cli.bench import collect_inputs, sample_files
 from bytepair.container import codec
-from bytepair.core import jit
 
 
 def _three_calls(data: bytes) -> bytes:
@@ -97,7 +97,7 @@ for run in range(args.runs + 1):
                 times.setdefault((setting, name), []).append(elapsed)
 total = {s: sum(statistics.median(times[s, name]) for name, _ in inputs) for s in settings}
 print(
-    f"kernels: {jit.kernels_name()}; {len(inputs)} inputs, {sum(len(d) for _, d in inputs):,} bytes; {args.runs} runs"
+    f"kernels: {backend.describe()}; {len(inputs)} inputs, {sum(len(d) for _, d in inputs):,} bytes; {args.runs} runs"
 )
 for s in settings:
     print(f"{s:12s} {total[s] * 1e3:8.3f} ms  {total[s] / total[settings[0]]:.3f}x")

@@ -288,9 +288,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _kernels() -> str:
     try:
-        from bytepair.core import jit
+        from bytepair import backend
 
-        return jit.kernels_name()
+        return backend.describe()
     except ImportError:
         return "numpy"
 

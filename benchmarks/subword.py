@@ -13,10 +13,10 @@ process (this script with ``--case``) that reads the file itself, so its peak RS
 import is counted where it is paid. Encoding goes through the file in pieces of
 about 1 MB (tokens are counted, not kept). Cases, each skipped when its package is missing:
 
-* ``bytepair-numpy`` / ``bytepair-numba``: ``bytepair.subword`` (word scheme)
-  with ``BYTEPAIR_KERNELS=numpy|numba``; count = ``count_words(path)``, learn =
+* ``bytepair-numpy`` / ``bytepair-compiled``: ``bytepair.subword`` (word scheme)
+  with ``BYTEPAIR_KERNELS=numpy|compiled``; count = ``count_words(path)``, learn =
   the engine (total = both); encode = ``Tokenizer.encode`` of each piece (a
-  cache of words). The numba case first compiles or loads its kernels, untimed.
+  cache of words).
 * ``subword-nmt``: ``learn_bpe`` in-process on the file (its own word counting
   included), ``BPE.process_line`` per line to encode. Slow: about 50 s for
   10 MB on an idle core.
@@ -60,7 +60,7 @@ ENGLISH = [
     *(f"calgary/paper{i}" for i in range(1, 7)),
     "calgary/news",
 ]
-CASES = ("bytepair-numpy", "bytepair-numba", "subword-nmt", "hf-tokenizers")
+CASES = ("bytepair-numpy", "bytepair-compiled", "subword-nmt", "hf-tokenizers")
 
 
 def reference_text(size_mb: float) -> str:
@@ -170,19 +170,13 @@ def run_hf(path: str, merges: int) -> dict[str, object]:
 def run_case(case: str, path: str, merges: int) -> dict[str, object]:
     if case == "bytepair-numpy":
         result = run_bytepair(path, merges, "numpy")
-    elif case == "bytepair-numba":
-        import importlib.util
+    elif case == "bytepair-compiled":
+        from bytepair import backend
 
-        if importlib.util.find_spec("numba") is None:
-            return {"skipped": "numba is not installed (pip install 'bytepair[fast]')"}
-        t = time.perf_counter()
-        from bytepair.subword import learn
-
-        os.environ["BYTEPAIR_KERNELS"] = "numba"
-        learn(next(chunks(path)).split("\n")[:2000], 10).encode("warm up the encoder")
-        warm = time.perf_counter() - t  # compile, or load the cache, outside the timing
-        result = run_bytepair(path, merges, "numba")
-        result["warm_up_s"] = warm
+        os.environ["BYTEPAIR_KERNELS"] = "compiled"
+        if backend._compiled_choice().name != "compiled":
+            return {"skipped": f"the compiled kernels are not built: {backend._compiled_choice().reason}"}
+        result = run_bytepair(path, merges, "compiled")
     elif case == "subword-nmt":
         try:
             result = run_subword_nmt(path, merges)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # time this checkout's code
 import bytepair
+from bytepair import backend
 from bytepair.cli.bench import sample_files
-from bytepair.core import jit
 
 parser = argparse.ArgumentParser(prog="threads.py", description=__doc__.split("\n\n")[0])
 parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: built-in sample)")
@@ -39,7 +39,7 @@ for run in range(args.runs + 1):  # the first round warms up (pool, kernels) and
         if run:
             times[threads].append(time.perf_counter() - start)
 one, all_cores = (statistics.median(times[t]) for t in (1, 0))
-print(f"kernels: {jit.kernels_name()}; {len(data):,} bytes, level {args.level}, {os.cpu_count()} cores")
+print(f"kernels: {backend.describe()}; {len(data):,} bytes, level {args.level}, {os.cpu_count()} cores")
 print(f"threads=1: {len(data) / one / 1e6:.2f} MB/s; threads=0: {len(data) / all_cores / 1e6:.2f} MB/s")
 print(f"threads=0 / threads=1: {one / all_cores:.3f}x (medians of {args.runs})")
 if outputs[0] != outputs[1]:

@@ -77,6 +77,9 @@ class Choice:
     name: str  # "compiled" or "numpy"
     reason: str  # why numpy runs ("" on the compiled path)
 
+    def __str__(self) -> str:
+        return f"{self.name} ({self.reason})" if self.reason else self.name
+
 
 _choice: Choice | None = None
 _compiled = False
@@ -99,8 +102,7 @@ def compiled() -> bool:
 
 def describe() -> str:
     """``compiled`` or ``numpy (the reason)``, as ``bytepair -V`` says it."""
-    chosen = choice()
-    return chosen.name if not chosen.reason else f"{chosen.name} ({chosen.reason})"
+    return str(choice())
 
 
 @contextlib.contextmanager
@@ -154,6 +156,9 @@ def _compiled_choice() -> Choice:
 
 # The operations. Each compiled module is imported once, on its first use.
 
+MERGES_PER_STEP = 1
+"""``core.engine.encode_blocks``'s default: one merge a step, as Gage's program makes."""
+
 _modules: dict[str, ModuleType] = {}
 
 
@@ -183,7 +188,7 @@ def encode_blocks(
     *,
     threshold: int,
     recycle: bool,
-    merges_per_step: int,
+    merges_per_step: int = MERGES_PER_STEP,
     max_depth: int | None = None,
 ) -> EncodedBlocks:
     """``core.engine.encode_blocks`` (without its observer and count check); blocks longer

@@ -18,8 +18,8 @@ import bytepair.io.parallel
 import bytepair.io.stream
 from bytepair import BytePairError
 from bytepair.core.tables import PairTables
+from tests.build import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 TESTDATA = REPO / "testdata"
 SHARED = Path(os.environ.get("BYTEPAIR_SHARED", REPO.parent / "shared"))
 CORPUS = SHARED / "corpus"

@@ -72,16 +72,14 @@ def test_use_switches_the_path_for_a_block_and_back() -> None:
     with backend.use("numpy") as chosen:
         assert chosen.name == "numpy" and not backend.compiled()
     assert backend.choice() == before
-    with pytest.raises(ValueError, match="no kernels named 'numba'"):
-        with backend.use("numba"):
-            pass
+    with pytest.raises(ValueError, match="no kernels named 'numba'"), backend.use("numba"):
+        pass
 
 
 def test_use_refuses_what_is_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backend, "EXTENSIONS", ("bytepair.core.kernels._no_such_module",))
-    with pytest.raises(RuntimeError, match="the compiled kernels are not available"):
-        with backend.use("compiled"):
-            pass
+    with pytest.raises(RuntimeError, match="the compiled kernels are not available"), backend.use("compiled"):
+        pass
 
 
 def test_crc32_is_zlibs_on_both_paths(kernels: str) -> None:

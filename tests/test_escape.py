@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 import bytepair
 from bytepair import CorruptDataError
+from bytepair.backend import expand
 from bytepair.container.codec import _encode_blocks, run_engine
 from bytepair.container.format import pack_frame
 from bytepair.core.escape import BYTES_PER_FREE_CODE, Escapes, find_escapes, restore_escapes
-from bytepair.core.expand import expand
 from bytepair.core.params import Params
 from tests.helpers import DECODERS
 

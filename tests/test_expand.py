@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bytepair import CorruptDataError
+from bytepair.backend import expand
 from bytepair.core.engine import encode_blocks
-from bytepair.core.expand import expand
 from bytepair.core.tables import PairTables
 from tests.helpers import DECODERS, expand_in_python, expand_python_nodes, expand_vectorized
 from tests.strategies import blocky_bytes
