@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .cli.main import main
-
 if __name__ == "__main__":  # not when a worker process re-imports the main module
-    raise SystemExit(main())
+    import sys
+
+    from .cli import main
+
+    sys.exit(main())
