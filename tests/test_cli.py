@@ -809,6 +809,40 @@ def big_input(path: Path) -> None:
             f.write(block[i:] + block[:i])
 
 
+@pytest.mark.parametrize("args", [["-f", "data.txt"], ["-f", "-d", "data.txt.bp"]])
+def test_ctrl_c_at_any_moment_is_status_130_and_no_traceback(args: list[str], tmp_path: Path) -> None:
+    """SIGINT at moments spread over a whole run, start-up (imports) included: each run ends
+    at once with status 130 and nothing on stderr, or finishes; either way the input is
+    intact and the output is absent or whole, with no temporary file left."""
+    data = text(4 << 20)
+    (tmp_path / "data.txt").write_bytes(data)
+    (tmp_path / "data.txt.bp").write_bytes(packed := bytepair.compress(data))
+    src, want = ("data.txt.bp", data) if "-d" in args else ("data.txt", packed)
+    out = "data.txt" if "-d" in args else "data.txt.bp"
+    start = time.monotonic()
+    assert subprocess.run([*CLI, *args], cwd=tmp_path, capture_output=True, timeout=TIMEOUT).returncode == 0
+    whole_run = time.monotonic() - start
+    statuses = set()
+    for k in range(24):
+        (tmp_path / out).unlink(missing_ok=True)
+        proc = subprocess.Popen([*CLI, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.03 + whole_run * k / 24)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+        statuses.add(proc.returncode)
+        # 130, or killed by SIGINT itself (-2: in Python's last moments, after its handler is
+        # gone), which a shell reports as 130 too
+        assert proc.returncode in (0, 130, -signal.SIGINT), (k, proc.returncode, err)
+        assert err == b"", (k, err)
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+        assert (tmp_path / src).read_bytes() == (data if src == "data.txt" else packed)
+        if proc.returncode == 0 or (tmp_path / out).exists():
+            assert (tmp_path / out).read_bytes() == want
+        if proc.returncode == 130:
+            assert not (tmp_path / out).exists()
+    assert 130 in statuses
+
+
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupted_run_leaves_nothing_behind(signum: int, status: int, tmp_path: Path) -> None:
     src = tmp_path / "big.txt"
