@@ -625,3 +625,17 @@ def test_scaling_refuses_bad_input(tmp_path: Path) -> None:
     for script in (SCALING, PROFILE, PROFILE_DECOMPRESS):
         empty = run_benchmark(script, str(tmp_path / "empty"))
         assert empty.returncode == 1 and "every input is empty" in empty.stderr, script.name
+
+
+BLOBS = REPO / "benchmarks" / "blobs.py"
+
+
+def test_blobs_times_every_codec_against_zlib(tmp_path: Path) -> None:
+    source = tmp_path / "words.txt"
+    source.write_bytes(b"".join(b"line %d of a small text, cut into blobs\n" % i for i in range(400)))
+    proc = run_benchmark(BLOBS, "--runs", "1", "--sizes", "100,1KB", "--source", str(source))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| 1")]
+    assert {(row[0], row[1]) for row in rows} >= {("| 100", "bytepair-5"), ("| 1,024", "zlib-6")}
+    assert all(row[-1] == "1.00x |" for row in rows if row[1] == "zlib-6")
+    assert run_benchmark(BLOBS, "--sizes", "big").returncode == 2
