@@ -70,7 +70,8 @@ def _extensions() -> list[Extension]:
     present = {name: src for name, src in KERNELS.items() if Path(src).exists() and (not only or name in only)}
     exts = [Extension(name, [src], extra_compile_args=flags, define_macros=macros) for name, src in present.items()]
     try:
-        return list(cythonize(exts, compiler_directives=directives, quiet=True))
+        # force: a .c generated under the other setting of BYTEPAIR_CHECKED must not be reused
+        return list(cythonize(exts, compiler_directives=directives, quiet=True, force=True))
     except Exception as exc:
         _warn(f"Cython failed ({exc}); bytepair will run on numpy")
         return []

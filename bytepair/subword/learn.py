@@ -18,7 +18,7 @@ of symbol ids, with its count as weight. Per merge:
 Symbols are identified by their string: a merge whose result already exists
 (two merges can spell the same string) reuses its id, as subword-nmt does.
 It stops after *merges* merges or when the best count is below
-*min_frequency*. The compiled path (:mod:`._kernels`, numba) gives the same merges.
+*min_frequency*. The compiled path (:mod:`._kernels`, Cython) gives the same merges.
 """
 
 from __future__ import annotations

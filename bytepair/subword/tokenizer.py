@@ -134,7 +134,7 @@ class Tokenizer:
         ranks = self._ranks
         while len(symbols) > 1:
             best = None
-            best_rank = len(ranks)
+            best_rank = len(self.merges)  # above every rank (a repeated merge keeps its first)
             for pair in pairwise(symbols):
                 rank = ranks.get(pair)
                 if rank is not None and rank < best_rank:
@@ -170,7 +170,7 @@ class Tokenizer:
         return slots
 
     def _fill(self, missing: set[str], *, strict: bool) -> None:
-        """Tokenize *missing* words into the id cache: compiled for a large batch when numba runs.
+        """Tokenize *missing* words into the id cache: compiled on the compiled path.
 
         The cache is the token ids of every word back to back (``_flat``), each
         word's ``_starts``/``_lens`` and ``_index`` (word -> its place): encode
