@@ -1,36 +1,56 @@
-"""The compiled decoder (``bytepair.core.kernels.decode``) against the numpy one.
+"""The compiled decoder (``bytepair.core.kernels.decode``, kernels in ``_decode.pyx``) against the numpy one.
 
 The numpy decoder is the reference: on every input both give the same bytes,
 and on every bad input both raise the same exception class (for tables with one
-thing wrong, the same message too).
+thing wrong, the same message too). The compiled side is this module's kernels,
+called directly (``decode.expand``) or through the library with the decoding
+taken by them (:func:`compiled_decoding`), whatever else of the compiled core is built.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
+import functools
+import struct
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("numba", reason="the compiled decoder needs numba (pip install 'bytepair[fast]')")
+pytest.importorskip(
+    "bytepair.core.kernels._decode",
+    reason="the compiled kernels are not built (pip install . with a C compiler; see docs/kernels.md)",
+)
 
 import bytepair
-from bytepair import gage
-from bytepair.container.format import pack_frame, pack_stream_header
+from bytepair import backend, gage
+from bytepair.container import codec
+from bytepair.container import format as container_format
+from bytepair.container.format import (
+    FRAME_HEADER_SIZE,
+    STREAM_HEADER_SIZE,
+    FrameHeader,
+    pack_frame,
+    pack_stream_header,
+    unpack_frame_header,
+)
+from bytepair.core import expand as core_expand
 from bytepair.core.escape import Escapes
 from bytepair.core.expand import expand_numpy, expand_reference, node_budget
+from bytepair.core.kernels import _decode, decode, stream
 from bytepair.core.tables import PairTables
 from tests.golden import GOLDEN
 from tests.helpers import (
     CORPUS,
     GAGE_VECTORS,
     TESTDATA,
-    compiled_decoder,
     frame_size,
     gage_input,
     kernels,
@@ -39,10 +59,29 @@ from tests.helpers import (
 from tests.strategies import blocky_bytes
 from tests.test_expand import frames_of, one_block, tables_for
 
-_compiled = compiled_decoder()
-if _compiled is None:  # pragma: no cover - numba without a writable cache directory
-    pytest.skip("numba has no writable cache directory here", allow_module_level=True)
-expand_compiled: Callable[[PairTables], bytes] = _compiled
+
+def expand_compiled(t: PairTables) -> bytes:
+    return decode.expand(t).tobytes()
+
+
+@contextlib.contextmanager
+def compiled_decoding() -> Iterator[None]:
+    """The library on the compiled path for decoding: ``codec.decode_frame``, ``codec.decode_stream``
+    and ``backend.expand`` take this module's kernels (and the CRCs ``_crc``'s), whether or
+    not the rest of the compiled core is built. (Compress outside: the encoder's kernels
+    are not asked for.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(backend, "_choice", backend.Choice("compiled", ""))
+        patch.setattr(backend, "_compiled", True)
+        patch.setattr(backend, "frame_kernels", lambda: (None, decode, stream))
+        yield
+
+
+@contextlib.contextmanager
+def on_path(name: str) -> Iterator[None]:
+    """Decode on the numpy path (the reference) or the compiled one (``compiled_decoding``)."""
+    with kernels("numpy") if name == "numpy" else compiled_decoding():
+        yield
 
 
 def outcome(decode: Callable[[], bytes]) -> bytes | Exception:
@@ -53,17 +92,17 @@ def outcome(decode: Callable[[], bytes]) -> bytes | Exception:
         return exc
 
 
-def assert_same(numpy_got: bytes | Exception, numba_got: bytes | Exception, *, message: bool = False) -> None:
+def assert_same(numpy_got: bytes | Exception, compiled_got: bytes | Exception, *, message: bool = False) -> None:
     """The same bytes, or the same exception class (and with *message*, the same message)."""
     if isinstance(numpy_got, Exception):
-        assert isinstance(numba_got, Exception), f"numpy raised {numpy_got!r}, numba decoded"
-        assert type(numba_got) is type(numpy_got), f"numpy raised {numpy_got!r}, numba {numba_got!r}"
+        assert isinstance(compiled_got, Exception), f"numpy raised {numpy_got!r}, compiled decoded"
+        assert type(compiled_got) is type(numpy_got), f"numpy raised {numpy_got!r}, compiled {compiled_got!r}"
         assert isinstance(numpy_got, bytepair.BytePairError), repr(numpy_got)
         if message:
-            assert str(numba_got) == str(numpy_got)
+            assert str(compiled_got) == str(numpy_got)
     else:
-        assert not isinstance(numba_got, Exception), f"numpy decoded, numba raised {numba_got!r}"
-        assert numba_got == numpy_got
+        assert not isinstance(compiled_got, Exception), f"numpy decoded, compiled raised {compiled_got!r}"
+        assert compiled_got == numpy_got
 
 
 def tables_agree(t: PairTables, *, message: bool = False) -> bytes | Exception:
@@ -79,7 +118,7 @@ def streams_agree(
     """*blob* decompressed on each path alike; what they gave."""
     with kernels("numpy"):
         want = outcome(lambda: decompress(blob))
-    with kernels("numba"):
+    with compiled_decoding():
         got = outcome(lambda: decompress(blob))
     assert_same(want, got, message=message)
     return want
@@ -109,7 +148,7 @@ def test_golden_and_fuzz_files_decode_alike(path: Path) -> None:
 @given(data=blocky_bytes(), level=st.sampled_from(sorted(bytepair.LEVELS)), block_size=st.sampled_from([None, 16, 300]))
 def test_round_trips_at_every_level(data: bytes, level: int, block_size: int | None) -> None:
     blob = bytepair.compress(data, level=level, block_size=block_size)
-    with kernels("numba"):
+    with compiled_decoding():
         assert bytepair.decompress(blob) == data
     for t in frames_of(blob):
         assert tables_agree(t) == expand_reference(t)
@@ -122,7 +161,7 @@ def test_round_trips_with_escapes(data: bytes, limit: int) -> None:
     blob = bytepair.compress(data * 3, block_size=512, escape_limit=limit, max_distinct=250)
     for t in frames_of(blob):
         tables_agree(t)
-    with kernels("numba"):
+    with compiled_decoding():
         assert bytepair.decompress(blob) == data * 3
 
 
@@ -142,7 +181,7 @@ def test_runs_and_block_boundaries(data: bytes, block_size: int) -> None:
     blob = bytepair.compress(data, block_size=block_size, threshold=2)
     for t in frames_of(blob):
         tables_agree(t)
-    with kernels("numba"):
+    with compiled_decoding():
         assert bytepair.decompress(blob) == data
 
 
@@ -193,7 +232,7 @@ def test_corpus_files_decode_alike() -> None:
         blob = bytepair.compress(part, level=1)
         for t in frames_of(blob):
             tables_agree(t)
-        with kernels("numba"):
+        with compiled_decoding():
             assert bytepair.decompress(blob) == part
 
 
@@ -345,16 +384,8 @@ def test_content_crc_is_still_checked() -> None:
     assert isinstance(streams_agree(bytes(blob)), bytepair.CorruptDataError)
 
 
-@pytest.mark.parametrize("in_kernel", [True, False], ids=["crc-in-kernel", "crc-by-zlib"])
-def test_both_crcs_are_checked_whoever_computes_them(in_kernel: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernels check both CRCs where the CPU has the carry-less multiply, the caller
-    with ``zlib.crc32`` elsewhere: the same bytes and messages either way."""
-    from bytepair.core.kernels import crc32 as crc_kernel
-    from bytepair.core.kernels import decode
-
-    if in_kernel and not crc_kernel.AVAILABLE:
-        pytest.skip("this CPU (as numba compiles for it) has no carry-less multiply")
-    monkeypatch.setattr(decode, "CRC_IN_KERNEL", in_kernel)
+def test_both_crcs_are_checked_in_the_kernels() -> None:
+    """The kernels check both CRCs (``_crc``, on any CPU): the numpy path's bytes and messages."""
     for data in (b"x", b"hello world, hello world, hello world" * 100, bytes(range(256)) * 40):
         blob = bytepair.compress(data)
         assert streams_agree(blob, message=True) == data
@@ -433,12 +464,11 @@ def test_outputs_leave_the_compiled_decoder_its_spare_bytes() -> None:
     """``codec.decode_frame``'s callers leave ``codec.SPARE`` bytes past each frame: as many
     as the compiled decoder's copies may write past its end."""
     from bytepair.container import codec
-    from bytepair.core.kernels import decode
 
-    assert codec.SPARE >= decode.SPARE == decode.W
+    assert codec.SPARE >= decode.SPARE == decode.W == 32
 
 
-@pytest.mark.parametrize("mode", ["numpy", "numba"])
+@pytest.mark.parametrize("mode", ["numpy", "compiled"])
 def test_frames_decode_into_a_given_output(mode: str) -> None:
     """``decode_frame(..., into)`` writes the frame at the start of ``into(orig_size)`` and
     returns that view; the bytes past it are the caller's spare."""
@@ -456,14 +486,14 @@ def test_frames_decode_into_a_given_output(mode: str) -> None:
         asked.append(n)
         return out[5:]
 
-    with kernels(mode):
+    with on_path(mode):
         got = codec.decode_frame(header, body, 0, 0, into)
     assert got.tobytes() == data and asked == [len(data)]
     assert np.shares_memory(got, out) and out[5:].ctypes.data == got.ctypes.data
     assert (out[:5] == 7).all()
 
 
-@pytest.mark.parametrize("mode", ["numpy", "numba"])
+@pytest.mark.parametrize("mode", ["numpy", "compiled"])
 def test_a_frame_whose_blocks_do_not_add_up_gets_no_output(mode: str) -> None:
     """A frame that claims more than its block headers hold (behind a right frame CRC) is
     refused before any output is asked for, with the numpy decoder's message."""
@@ -481,7 +511,7 @@ def test_a_frame_whose_blocks_do_not_add_up_gets_no_output(mode: str) -> None:
         real.n_blocks, claimed, real.body_size, real.content_crc, zlib.crc32(body, zlib.crc32(fields)), bytes(fields)
     )
     asked: list[int] = []
-    with kernels(mode), pytest.raises(bytepair.CorruptDataError, match="frame header says") as caught:
+    with on_path(mode), pytest.raises(bytepair.CorruptDataError, match="frame header says") as caught:
         codec.decode_frame(header, body, 0, 0, lambda n: asked.append(n) or np.empty(0, np.uint8))
     assert asked == []
     assert str(caught.value) == f"frame 0: blocks hold {len(data)} bytes, frame header says {claimed}"
@@ -493,8 +523,6 @@ def test_escaped_bytes_go_back_where_the_mark_is(block: bytes, data: st.DataObje
     """``restore_escapes`` against a plain loop: any block, anywhere in an output with any
     number of bytes after it (the 64-byte compares must stop short of the output's end and
     ignore what follows the block), too few literals refused."""
-    from bytepair.core.kernels import decode
-
     mark = data.draw(st.sampled_from(sorted(set(block))))
     before = data.draw(st.integers(0, 70))
     after = data.draw(st.integers(0, 70))
@@ -515,3 +543,97 @@ def test_escaped_bytes_go_back_where_the_mark_is(block: bytes, data: st.DataObje
         assert got == held
         assert out[before : before + len(block)].tobytes() == bytes(want)
         assert (out[:before] == mark).all() and (out[before + len(block) :] == mark).all()
+
+
+def test_the_kernels_constants_are_the_formats() -> None:
+    """The format's constants compiled into ``_decode`` (read at its import) are the Python ones."""
+    got = _decode.constants()
+    assert got
+    for name, value in got.items():
+        source = core_expand if name.startswith("NODE") else container_format
+        assert value == getattr(source, name), name
+
+
+@functools.cache
+def a_frame() -> tuple[bytes, bytes, int]:
+    """The first frame of ``sample_stream()``: its header's fields, its body, its content CRC."""
+    blob = sample_stream()
+    header = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
+    at = STREAM_HEADER_SIZE + FRAME_HEADER_SIZE
+    return header.header, blob[at : at + header.body_size], header.content_crc
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_hostile_frame_bodies_are_refused_alike(data: st.DataObject) -> None:
+    """A frame body edited in a few places, cut or lengthened, under a header whose counts
+    may lie, its frame CRC right: decoded alike or refused with the same message."""
+    fields, body, content_crc = a_frame()
+    edited = bytearray(body)
+    for _ in range(data.draw(st.integers(0, 4), label="edits")):
+        edited[data.draw(st.integers(0, len(edited) - 1))] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.sampled_from([None, None, 0, 1, 9, 40, len(body) // 2, len(body) - 1]), label="cut")
+    if cut is not None:
+        edited = edited[:cut]
+    edited += bytes(data.draw(st.sampled_from([0, 0, 0, 1, 3, 300]), label="added"))
+    _, n_blocks, orig_size, _, _ = struct.unpack("<BIIII", fields)
+    n_blocks = max(1, n_blocks + data.draw(st.sampled_from([0, 0, 0, -1, 1, 7]), label="n_blocks"))
+    orig_size = max(0, orig_size + data.draw(st.sampled_from([0, 0, 0, -1, 1, 1000]), label="orig_size"))
+    fields = struct.pack("<BIIII", fields[0], n_blocks, orig_size, len(edited), content_crc)
+    header = FrameHeader(n_blocks, orig_size, len(edited), content_crc, zlib.crc32(edited, zlib.crc32(fields)), fields)
+    for passed in (bytes(edited), memoryview(edited)):
+        results = []
+        for name in ("numpy", "compiled"):
+            with on_path(name):
+                results.append(outcome(lambda passed=passed: codec.decode_frame(header, passed, 0, 0).tobytes()))  # type: ignore[misc]
+        assert_same(*results, message=True)
+
+
+def test_decode_body_writes_where_it_is_told() -> None:
+    """``_decode.decode_body`` writes into an output long enough, and makes its own otherwise."""
+    fields, body, content_crc = a_frame()
+    _, n_blocks, orig_size, _, _ = struct.unpack("<BIIII", fields)
+    status = np.zeros(5, dtype=np.int64)
+    want = outcome(lambda: decode.expand(frames_of(sample_stream())[0]).tobytes())
+    room = np.zeros(orig_size + decode.SPARE, dtype=np.uint8)
+    got = _decode.decode_body(body, n_blocks, orig_size, node_budget(orig_size), status, room, content_crc)
+    assert got is room and status[0] == _decode.OK and room[:orig_size].tobytes() == want
+    short = np.zeros(orig_size + decode.SPARE - 1, dtype=np.uint8)
+    got = _decode.decode_body(body, n_blocks, orig_size, node_budget(orig_size), status, short, content_crc)
+    assert got is not short and len(got) == orig_size + decode.SPARE and got[:orig_size].tobytes() == want
+    assert not short.any()
+    with pytest.raises(ValueError, match="status needs 5"):
+        _decode.decode_body(body, n_blocks, orig_size, 1 << 20, np.zeros(4, np.int64), room, content_crc)
+
+
+def test_the_kernels_refuse_arguments_that_do_not_fit() -> None:
+    t = one_block([(255, ord("a"), ord("b"))], b"\xff\xff", 4)
+    status = np.zeros(5, dtype=np.int64)
+    columns: list[Any] = [
+        t.orig_len, t.n_merges, t.n_fresh, t.code.copy(), t.left.copy(), t.right.copy(), t.payload_len, t.payload,
+        np.zeros(1, np.int64), np.zeros(1, np.uint8), np.zeros(0, np.uint8)
+    ]  # fmt: skip
+    assert _decode.decode_blocks(*columns, 1 << 20, status)[:4].tobytes() == b"abab"
+    for k, wrong in ((3, np.zeros(2, np.uint8)), (7, t.payload[:1]), (10, np.zeros(1, np.uint8)), (1, np.array([2]))):
+        bad = list(columns)
+        bad[k] = wrong
+        with pytest.raises(ValueError, match="columns disagree"):
+            _decode.decode_blocks(*bad, 1 << 20, status)
+    out = np.zeros(10, dtype=np.uint8)
+    literals = np.zeros(3, dtype=np.uint8)
+    for start, end, lit, lit_end in ((0, 11, 0, 1), (5, 4, 0, 1), (-1, 3, 0, 1), (0, 5, 0, 4), (0, 5, 2, 1)):
+        with pytest.raises(ValueError, match="outside their arrays"):
+            _decode.restore_escapes(out, start, end, 0, literals, lit, lit_end)
+
+
+def test_threads_decode_alike() -> None:
+    """The kernels run without the GIL: threads decoding at once each get the bytes."""
+    blob = sample_stream()
+    with kernels("numpy"):
+        want = bytepair.decompress(blob)
+    t = frames_of(blob)[0]
+    with compiled_decoding(), concurrent.futures.ThreadPoolExecutor(4) as pool:
+        streams = list(pool.map(lambda _: bytepair.decompress(blob), range(12)))
+        tables = list(pool.map(lambda _: expand_compiled(t), range(12)))
+    assert streams == [want] * 12
+    assert tables == [expand_numpy(t).tobytes()] * 12

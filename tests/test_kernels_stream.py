@@ -1,12 +1,14 @@
-"""The compiled reader of a whole stream (``core.kernels.stream``, ``codec.decode_stream``):
-it decodes exactly the streams the frame-by-frame reader decodes whole, to the same bytes,
-and hands everything else back to it."""
+"""The compiled reader of a whole stream (``core.kernels.stream``, kernels in ``_decode.pyx``;
+``codec.decode_stream``): it decodes exactly the streams the frame-by-frame reader decodes
+whole, to the same bytes, and hands everything else back to it. Every test decodes on the
+compiled path (``compiled_decoding``); streams are written on the numpy path (the same bytes)."""
 
 from __future__ import annotations
 
 import struct
 import zlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -14,25 +16,31 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytest.importorskip(
+    "bytepair.core.kernels._decode",
+    reason="the compiled kernels are not built (pip install . with a C compiler; see docs/kernels.md)",
+)
+
 import bytepair
 from bytepair.container import codec, crc
-from bytepair.container.format import END_SIZE, pack_end, pack_stream_header
+from bytepair.container.format import END_SIZE, pack_end, pack_frame, pack_stream_header
+from bytepair.core.kernels import stream
 from tests.helpers import frame_size, kernels
 from tests.strategies import blocky_bytes
-
-pytest.importorskip("numba", reason="numba is not installed (the fast extra): the compiled path is untested")
-if not bytepair.core.jit._ready(quiet=True):  # pragma: no cover - numba without a writable cache directory
-    pytest.skip("numba has no writable cache directory here", allow_module_level=True)
-
-from bytepair.core.kernels import stream  # only once numba is known to be there
-
-if not stream.AVAILABLE:  # pragma: no cover - a CPU without the carry-less multiply
-    pytest.skip("no carry-less multiply here: the whole-stream kernel is not built", allow_module_level=True)
+from tests.test_expand import one_block
+from tests.test_kernels_decode import compiled_decoding
 
 
 @pytest.fixture(autouse=True)
-def compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BYTEPAIR_KERNELS", "numba")
+def compiled_path() -> Iterator[None]:
+    with compiled_decoding():
+        yield
+
+
+def compress(data: bytes, **options: Any) -> bytes:
+    """``bytepair.compress`` on the numpy path (the compiled encoder need not be built)."""
+    with kernels("numpy"):
+        return bytepair.compress(data, **options)
 
 
 class Room:
@@ -70,15 +78,15 @@ def frame_by_frame(blob: bytes, max_length: int | None = None) -> bytes | Except
 
 def multi_frame(data: bytes, size: int = 5000) -> bytes:
     with frame_size(size):
-        return bytepair.compress(data)
+        return compress(data)
 
 
 TEXT = b"".join(b"the %d quick brown foxes jump over %d lazy dogs\n" % (k, k * 7 % 13) for k in range(2000))
 
 
 def streams() -> Iterator[tuple[str, bytes, bytes]]:
-    yield "one byte", bytepair.compress(b"x"), b"x"
-    yield "text", bytepair.compress(TEXT), TEXT
+    yield "one byte", compress(b"x"), b"x"
+    yield "text", compress(TEXT), TEXT
     yield "frames", multi_frame(TEXT), TEXT
     yield "runs", multi_frame(b"a" * 30000 + b"ab" * 20000, 7000), b"a" * 30000 + b"ab" * 20000
     binary = bytes(np.random.default_rng(5).integers(0, 256, 20000).astype(np.uint8))
@@ -105,7 +113,7 @@ def test_decompress_takes_it_for_one_stream(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_what_it_hands_back_the_reader_decodes_or_refuses() -> None:
     blob = multi_frame(TEXT)
-    empty = bytepair.compress(b"")
+    empty = compress(b"")
     handed_back = {
         "two streams": blob + blob,
         "garbage after": blob + b"\0",
@@ -158,7 +166,7 @@ def test_an_end_record_that_lies_is_handed_back() -> None:
 
 def test_a_huge_claim_reserves_nothing() -> None:
     # an end record claiming far more than any stream of its length can hold: no room asked
-    blob = edited_end(bytepair.compress(TEXT), size=1 << 60)
+    blob = edited_end(compress(TEXT), size=1 << 60)
     room = Room()
     assert codec.decode_stream(memoryview(blob), None, room) == -1
     assert room.asked == []
@@ -192,7 +200,7 @@ def test_no_room_before_every_frame_passed_the_readers_first_checks() -> None:
 def test_the_densest_streams_we_write_fit_the_claim_limit() -> None:
     # all zeros, in blocks as long as the format allows: the highest ratio a writer reaches
     data = bytes(1 << 21)
-    blob = bytepair.compress(data, block_size=65535)
+    blob = compress(data, block_size=65535)
     assert len(data) < codec.MOST_PER_BYTE * len(blob) / 2
     assert whole(blob) == data
 
@@ -206,17 +214,16 @@ def test_max_length() -> None:
     assert bytepair.decompress(blob, max_length=len(TEXT)) == TEXT
 
 
-def test_numpy_path_never_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BYTEPAIR_KERNELS", "numpy")
-    assert whole(bytepair.compress(TEXT)) is None
-    monkeypatch.setenv("BYTEPAIR_KERNELS", "auto")
-    assert whole(bytepair.compress(b"small")) is None  # below jit.MIN_COMPILED_BYTES
-    assert whole(bytepair.compress(TEXT)) == TEXT
+def test_numpy_path_never_takes_it() -> None:
+    with kernels("numpy"):
+        assert whole(compress(TEXT)) is None
+    assert whole(compress(b"small")) == b"small"  # any size on the compiled path
+    assert whole(compress(TEXT)) == TEXT
 
 
 def test_an_output_view_that_outlives_the_call_costs_a_copy_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # decompress hands its buffer over as bytes without a copy, unless a view of it is still
-    # alive (numba's frames may hold a first call's arguments until the collector runs)
+    # alive (a caller's, here: the kernels keep none)
     kept: list[object] = []
     real = stream.decode_stream
 
@@ -224,7 +231,7 @@ def test_an_output_view_that_outlives_the_call_costs_a_copy_not_an_error(monkeyp
         kept.append(out)
         return int(real(raw, out, status))
 
-    blob = bytepair.compress(TEXT)
+    blob = compress(TEXT)
     monkeypatch.setattr(stream, "decode_stream", keep_output)
     assert bytepair.decompress(blob) == TEXT
     assert len(kept) == 1
@@ -275,7 +282,7 @@ def test_agrees_with_the_reader_on_edited_bodies(data: bytes, frame_len: int, ed
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 0xFFFFFFFF), st.integers(0, 0xFFFFFFFF), st.integers(1, 1 << 40))
+@given(st.integers(0, 0xFFFFFFFF), st.integers(0, 0xFFFFFFFF), st.integers(0, 1 << 40))
 def test_crc32_combine_is_zlibs(crc1: int, crc2: int, len2: int) -> None:
     assert stream.crc32_combine(crc1, crc2, len2) == crc.crc32_combine(crc1, crc2, len2)
 
@@ -304,7 +311,7 @@ def test_stream_size_reads_the_structure_only() -> None:
 
 
 def test_a_memory_error_hands_it_back() -> None:
-    blob = bytepair.compress(TEXT)
+    blob = compress(TEXT)
 
     def no_room(size: int) -> npt.NDArray[np.uint8]:
         raise MemoryError
@@ -317,3 +324,44 @@ def test_both_readers_on_many_frames(decompress: Callable[[bytes], bytes | Excep
     data = TEXT * 3
     blob = multi_frame(data, 3000)
     assert decompress(blob) == data
+
+
+def long_codes(doublings: int, extra: list[tuple[int, int]]) -> tuple[bytes, bytes]:
+    """A frame of one block of zeros whose merges expand to more than 64 KiB together
+    (codes of 2, 4, ... 2**doublings zeros, then each (a, b) of *extra* a code of code a
+    then code b, the last one the payload), and its content."""
+    pairs = [(255, 0, 0)] + [(255 - k, 256 - k, 256 - k) for k in range(1, doublings)]
+    length = {255 - k: 2 << k for k in range(doublings)}
+    code = 255 - doublings
+    for a, b in extra:
+        pairs.append((code, a, b))
+        length[code] = length[a] + length[b]
+        code -= 1
+    data = bytes(length[code + 1])
+    return pack_frame(one_block(pairs, bytes([code + 1]), len(data)), zlib.crc32(data)), data
+
+
+def test_frames_that_need_a_larger_table_than_the_frames_before() -> None:
+    """``decode_stream`` starts with a table for 64 KiB of merges, and makes a larger one
+    when a frame needs it (then goes on from that frame): twice here, in mid-stream."""
+    big, big_data = long_codes(15, [(241, 242)])  # 2 + 4 + ... + 32768, then 49152 bytes of merges
+    bigger, bigger_data = long_codes(15, [(241, 242), (241, 243), (241, 244), (240, 243)])  # ..., then 184320 bytes
+    small = multi_frame(TEXT[:3000], 1000)
+    small_frames, small_count = small[8:-END_SIZE], struct.unpack("<BIQII", small[-END_SIZE:])[1]
+    frames = [small_frames, big, small_frames, bigger, big]
+    content = TEXT[:3000] + big_data + TEXT[:3000] + bigger_data + big_data
+    end = pack_end(2 * small_count + 3, len(content), zlib.crc32(content))
+    blob = pack_stream_header() + b"".join(frames) + end
+    assert whole(blob) == content
+    assert frame_by_frame(blob) == content
+    with kernels("numpy"):
+        assert bytepair.decompress(blob) == content
+    # the larger frame's payload changed, its CRC right: refused once the larger table is made
+    content = TEXT[:3000] + bigger_data
+    blob = pack_stream_header() + small_frames + bigger + pack_end(small_count + 1, len(content), zlib.crc32(content))
+    assert whole(blob) == content
+    damaged = with_frame_edit(blob, 8 + len(small_frames), -1, 0)
+    assert stream.plan_stream(np.frombuffer(damaged, np.uint8)) == len(content)
+    assert whole(damaged) is None
+    got = frame_by_frame(damaged)
+    assert isinstance(got, bytepair.CorruptDataError) and "expands to 1 bytes" in str(got)
