@@ -15,7 +15,7 @@ from bytepair import CorruptDataError
 from bytepair.backend import expand
 from bytepair.core.engine import encode_blocks
 from bytepair.core.tables import PairTables
-from tests.helpers import DECODERS, expand_in_python, expand_python_nodes, expand_vectorized
+from tests.helpers import DECODERS, expand_in_python, expand_python_nodes, expand_vectorized, use_kernels
 from tests.strategies import blocky_bytes
 
 
@@ -400,7 +400,7 @@ def test_each_size_of_run_takes_its_path(
     numpy path, whose choice this is)."""
     from bytepair.core import expand as _expand
 
-    monkeypatch.setenv("BYTEPAIR_KERNELS", "numpy")
+    use_kernels("numpy", monkeypatch)
 
     taken: list[str] = []
 

@@ -13,7 +13,7 @@ the outcome (``check``), returning findings as ``(kind, detail)``. Oracles:
   ``silent-corruption``;
 * damage the format promises to detect (``Mutant.must_fail``) must be an error;
 * a ``max_length`` must hold;
-* where numba is installed, the compiled decoder and the numpy one agree: the same
+* where the compiled kernels are built, the compiled decoder and the numpy one agree: the same
   output, or the same exception class (``kernels-disagree``);
 * the command line exits 1 with exactly one line on stderr and no traceback,
   leaves no partial output and keeps its input when it fails.
@@ -191,46 +191,46 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Outcome:
 
 
 EXPAND_COMPILED = compiled_decoder()
-"""The compiled decoder, or None without numba: then the targets run the numpy path only."""
+"""The compiled decoder, or None where it is not built: then the targets run the numpy path only."""
 
 
 def warm_up() -> None:
-    """Load (or compile) the compiled decoder before the first case, so that no case is
-    charged numba's import and compile time (seconds) or memory."""
+    """Run the compiled decoder once before the first case, so that no case is charged
+    its first import."""
     if EXPAND_COMPILED is None:
         return
     data = bytes(range(256)) * 64 + b"abcabcabc" * 2000
     blob = bytepair.compress(data)
-    with kernels("numba"):
+    with kernels("compiled"):
         assert bytepair.decompress(blob) == data
         if _gage is not None:
             assert _gage.decompress(_gage.compress(data)) == data
 
 
 def _both_kernels(fn: Any, *args: Any, **kwargs: Any) -> Outcome:
-    """*fn* on the numpy path; where numba is installed, on the compiled path too
-    (its output or exception in ``info["numba"]``)."""
+    """*fn* on the numpy path; where the compiled kernels are built, on the compiled path
+    too (its output or exception in ``info["compiled"]``)."""
     with kernels("numpy"):
         outcome = _call(fn, *args, **kwargs)
     if EXPAND_COMPILED is not None:
-        with kernels("numba"):
+        with kernels("compiled"):
             compiled = _call(fn, *args, **kwargs)
-        outcome.info["numba"] = compiled.exc if compiled.exc is not None else compiled.out
+        outcome.info["compiled"] = compiled.exc if compiled.exc is not None else compiled.out
     return outcome
 
 
 def kernels_agree(outcome: Outcome) -> list[Finding]:
     """The compiled path gave the same output as the numpy path, or the same exception class."""
-    if "numba" not in outcome.info:
+    if "compiled" not in outcome.info:
         return []
-    got = outcome.info["numba"]
+    got = outcome.info["compiled"]
     if outcome.exc is not None:
         if type(got) is not type(outcome.exc):
             what = f"{type(got).__name__}: {got}" if isinstance(got, BaseException) else f"{len(got)} bytes"
-            return [("kernels-disagree", f"numpy raised {type(outcome.exc).__name__}: {outcome.exc}; numba: {what}")]
+            return [("kernels-disagree", f"numpy raised {type(outcome.exc).__name__}: {outcome.exc}; compiled: {what}")]
     elif got != outcome.out:
         what = f"{type(got).__name__}: {got}" if isinstance(got, BaseException) else f"{len(got)} other bytes"
-        return [("kernels-disagree", f"numpy decoded {len(outcome.out or b'')} bytes; numba: {what}")]
+        return [("kernels-disagree", f"numpy decoded {len(outcome.out or b'')} bytes; compiled: {what}")]
     return []
 
 
@@ -510,7 +510,7 @@ class Gage(Target):
 
 
 class Decoders(Target):
-    """``expand`` (all three numpy paths, and the compiled one where numba is installed)
+    """``expand`` (all three numpy paths, and the compiled one where it is built)
     and ``expand_reference`` on crafted ``PairTables``: they must agree.
 
     The one documented difference: the frame budget (all merges of a run of blocks
@@ -527,7 +527,7 @@ class Decoders(Target):
         ("expand_python_nodes", expand_python_nodes),  # ... with its nodes built in Python
         ("expand_small", expand_in_python),  # the path for small runs, whatever the size
         ("expand_reference", expand_reference),
-        *((("expand_numba", EXPAND_COMPILED),) if EXPAND_COMPILED is not None else ()),
+        *((("expand_compiled", EXPAND_COMPILED),) if EXPAND_COMPILED is not None else ()),
     )
 
     def make(self, rng: random.Random, seeds: list[Seed]) -> Case:
@@ -589,10 +589,14 @@ class Decoders(Target):
         decoded = {got for got in outcome.info.values() if isinstance(got, bytes)}
         if len(decoded) > 1:
             found.append(("decoders-disagree", "two decoders decode, to different bytes"))
-        if "expand_numba" in outcome.info:
-            numpy_got, numba_got = outcome.info["expand"], outcome.info["expand_numba"]
-            if type(numpy_got) is not type(numba_got) or (isinstance(numpy_got, bytes) and numpy_got != numba_got):
-                found.append(("kernels-disagree", f"expand: {numpy_got!r:.200}; expand_numba: {numba_got!r:.200}"))
+        if "expand_compiled" in outcome.info:
+            numpy_got, compiled_got = outcome.info["expand"], outcome.info["expand_compiled"]
+            if type(numpy_got) is not type(compiled_got) or (
+                isinstance(numpy_got, bytes) and numpy_got != compiled_got
+            ):
+                found.append(
+                    ("kernels-disagree", f"expand: {numpy_got!r:.200}; expand_compiled: {compiled_got!r:.200}")
+                )
         return found
 
     def declared(self, case: Case, outcome: Outcome) -> int:
@@ -621,13 +625,8 @@ class Cli(Target):
 
     @staticmethod
     def baseline_env() -> dict[str, str]:
-        """The environment of a baseline run: with the compiled kernels loaded where numba is
-        installed (their fixed cost, about 140 MB of RSS for numba and LLVM, is no growth
-        caused by the data: a large frame loads them, a tiny one does not)."""
-        env = dict(os.environ)
-        if EXPAND_COMPILED is not None:
-            env["BYTEPAIR_KERNELS"] = "numba"
-        return env
+        """The environment of a baseline run: the same path as the runs it is compared with."""
+        return dict(os.environ)
 
     @staticmethod
     def spawn(args: list[str], cwd: str, timeout: float = 60.0, env: dict[str, str] | None = None) -> dict[str, Any]:
