@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +308,38 @@ def test_threads_at_once() -> None:
     for one, many in zip(alone, together, strict=True):
         assert many is not None and one.payload.tobytes() == many.payload.tobytes()
         assert np.array_equal(one.code, many.code) and np.array_equal(one.n_merges, many.n_merges)
+
+
+@pytest.fixture(params=["baseline", "avx2"])
+def vector_loops(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The engine's two vector loops (``_largest_key``, ``_rescan``) in each of their builds:
+    the baseline one, and the AVX2 one where the CPU has it (it runs by default there)."""
+    before = _encode.VECTOR_LOOPS
+    taken = _encode.use_vector_loops(request.param)
+    try:
+        if taken != request.param:
+            pytest.skip("this CPU has no AVX2 (or the compiler built no AVX2 loops)")
+        yield taken
+    finally:
+        _encode.use_vector_loops(before)
+
+
+def test_both_builds_of_the_vector_loops(vector_loops: str) -> None:
+    rng = np.random.default_rng(12)
+    text = b"".join(rng.choice([b"the ", b"cat ", b"sat ", b"on ", b"a ", b"mat. ", b"\x00\x00"], 20_000))
+    skewed = rng.geometric(0.1, 60_000).clip(0, 255).astype(np.uint8)
+    for data in (np.frombuffer(text, dtype=np.uint8), skewed):
+        for params in PARAMS:
+            assert_same(data, split_blocks(data, 16384, 200), **params)
+    for path in sorted(GOLDEN.glob("*.bin")):
+        arr = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+        assert_same(arr, split_blocks(arr, 32768, 200), threshold=3, merges_per_step=8)
+
+
+def test_vector_loops_by_name() -> None:
+    with pytest.raises(ValueError, match="no vector loops named"):
+        _encode.use_vector_loops("sse9")
+    assert _encode.VECTOR_LOOPS in ("avx2", "baseline")
 
 
 @settings(max_examples=150, deadline=None)
