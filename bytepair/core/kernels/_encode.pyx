@@ -37,13 +37,13 @@ cdef int64_t MAX_BLOCK_SIZE = _params.MAX_BLOCK_SIZE
 cdef enum:
     END = 256  # val at the end of the list: no pair holds it
     DEAD = 257  # val at a position a merge removed
-    MOST_CANDIDATES = 258  # a step's candidates: merges_per_step + 2, at most 256 + 2 (see _options)
+    MOST_CANDIDATES = 258  # a step's candidates: merges_per_step + 2, at most 256 + 2 (see _workspace)
     STEP_SHIFT = 9  # born: step << STEP_SHIFT | place in the step (a step makes at most 256 merges)
-    # made_at's columns: where a code's made pairs lie, per side
     # which list holds a chosen pair's places
     PLACES_INDEX = 0
     PLACES_BEFORE = 1
     PLACES_SCRATCH = 2
+    # made_at's columns: where a code's made pairs lie, per side
     BEFORE_LO = 0
     BEFORE_HI = 1
     AFTER_LO = 2
