@@ -5,6 +5,6 @@ from __future__ import annotations
 if __name__ == "__main__":  # not when a worker process re-imports the main module
     import sys
 
-    from .cli import main
+    from .cli import run
 
-    sys.exit(main())
+    sys.exit(run())

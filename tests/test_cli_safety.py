@@ -195,7 +195,7 @@ def test_crafted_gage_blocks_decode_to_what_they_say(tmp_path: Path) -> None:
 PEAK_PROBE = """
 import sys, tracemalloc
 tracemalloc.start()
-from bytepair.cli import main
+from bytepair.cli.main import main
 status = main(sys.argv[1:])
 print(status, tracemalloc.get_traced_memory()[1], file=sys.stderr)
 """

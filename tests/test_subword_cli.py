@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bytepair.cli import main
+from bytepair.cli.main import main
 from bytepair.subword import Tokenizer, learn
 from bytepair.subword.cli import explain_text
 from tests.subword_reference import english

@@ -1,6 +1,6 @@
 """The ``bytepair`` command.
 
-:func:`main` is the console script's entry (and ``python -m bytepair``'s). It
+:func:`run` is the console script's entry (and ``python -m bytepair``'s). It
 imports the command, and with it numpy and the kernels, only once it runs, so
 that Ctrl-C at any moment after Python itself started ends the command as gzip
 ends: status 130, no traceback, nothing left behind (the command removes its
@@ -9,19 +9,35 @@ partial output itself; see ``cli.main``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import signal
+from collections.abc import Callable, Sequence
 
-__all__ = ["main"]
+__all__ = ["run"]
 
 INTERRUPTED = 130
 """128 + SIGINT: the status a shell reports for a command Ctrl-C ended."""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
-        from .main import main as run
-
-        return run(None if argv is None else list(argv))
-    except KeyboardInterrupt:  # while importing, or between the command's own handlers
+        main = _import_command()
+        return main(None if argv is None else list(argv))
+    except KeyboardInterrupt:  # before the command's own handlers, or between them
         return INTERRUPTED
+
+
+def _import_command() -> Callable[[list[str] | None], int]:
+    """``cli.main.main``, imported with SIGINT held back: an interrupt inside an import
+    surfaces in odd places (an ``ImportError`` from numpy's C code, a message from
+    importlib's locks), so it is delivered once the imports are done, as the
+    ``KeyboardInterrupt`` that :func:`run` turns into status 130."""
+    held = hasattr(signal, "pthread_sigmask")
+    if held:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        from .main import main
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    return main
