@@ -8,10 +8,17 @@ the arrays the loops take, and back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _compiled
-from .learn import IntArray, MergeObserver
+
+IntArray = npt.NDArray[np.integer[Any]]
+MergeObserver = Callable[[int, int], None]
+"""As in ``learn`` (the reference), which imports this module: not the other way round."""
 
 __all__ = ["MergeTable", "learn"]
 
