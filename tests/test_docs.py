@@ -177,7 +177,7 @@ def test_readme_is_a_front_door() -> None:
     """Short enough to read in five minutes, and it starts a newcomer with the two commands."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) < 250
-    assert 'python3 -m pip install ".[test]" && python3 benchmarks/roundtrip.py --runs 1 --no-per-file' in text
+    assert 'python3 -m pip install -e ".[test]" && python3 benchmarks/roundtrip.py --runs 1 --no-per-file' in text
     assert "$ python3 -m pytest" in text
     assert "## Differences from `lzma`" in text
 

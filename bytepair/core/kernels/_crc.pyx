@@ -42,6 +42,11 @@ from libc.stdint cimport uint32_t, uint64_t
 
 import zlib
 
+from bytepair.core.kernels.common cimport CHECKED
+
+BUILT_CHECKED = CHECKED
+"""Whether this build has bounds checks (``BYTEPAIR_CHECKED=1`` when it was built)."""
+
 cdef extern from *:
     """
     #include <stddef.h>
