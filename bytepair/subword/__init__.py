@@ -16,17 +16,52 @@ the last character, the same merges as ``subword-nmt learn-bpe``);
 
 from __future__ import annotations
 
-from .errors import (
-    InvalidIdError,
-    MalformedMergesError,
-    ModelNotFoundError,
-    SubwordError,
-    UnknownSymbolError,
-    VocabMismatchError,
-)
-from .learn import learn, learn_merges
-from .tokenizer import Tokenizer
-from .words import WORD_END, count_words
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .errors import (
+        InvalidIdError,
+        MalformedMergesError,
+        ModelNotFoundError,
+        SubwordError,
+        UnknownSymbolError,
+        VocabMismatchError,
+    )
+    from .learn import learn, learn_merges
+    from .tokenizer import Tokenizer
+    from .words import WORD_END, count_words
+
+_WHERE = {
+    "InvalidIdError": ".errors",
+    "MalformedMergesError": ".errors",
+    "ModelNotFoundError": ".errors",
+    "SubwordError": ".errors",
+    "UnknownSymbolError": ".errors",
+    "VocabMismatchError": ".errors",
+    "learn": ".learn",
+    "learn_merges": ".learn",
+    "Tokenizer": ".tokenizer",
+    "WORD_END": ".words",
+    "count_words": ".words",
+}
+"""Where each public name lives: imported on first use, so that loading the compiled
+kernels (``subword._compiled``, which ``bytepair.backend`` checks for every command)
+does not import the tokenizer."""
+
+
+def __getattr__(name: str) -> object:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'bytepair.subword' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __all__ = [
     "WORD_END",
