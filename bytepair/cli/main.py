@@ -18,17 +18,19 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import BinaryIO, NoReturn
+from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
 from .. import __version__
 from .._errors import BytePairError, CorruptDataError, TruncatedDataError
 from ..container.format import MAGIC
-from ..container.listing import Listing, list_streams
 from ..io.atomic import FdWriter, atomic_output
 from ..io.pipe import Write, compress_file, decompress_file, gage_compress_file, gage_decompress_file
 from ..io.stream import BytePairCompressor
 from .names import shown
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from ..container.listing import Listing
 
 __all__ = ["main"]
 
@@ -567,6 +569,8 @@ class _Run:
     # -- list ------------------------------------------------------------
 
     def _list_one(self, name: str) -> None:
+        from ..container.listing import list_streams  # for -l only
+
         with _open_input(name, self.opts.force) as (src, _):
             listing = list_streams(src)
         if not self.listed:
@@ -577,6 +581,8 @@ class _Run:
     def _list_total(self) -> None:
         listed = self.listed
         if len(self.inputs) > 1 and listed:
+            from ..container.listing import Listing
+
             total = Listing(
                 frames=sum(x.frames for x in listed),
                 blocks=sum(x.blocks for x in listed),
