@@ -1,4 +1,4 @@
-"""Round-trip benchmark: bytepair against zlib, bz2, lzma (and zstd when installed).
+"""Round-trip benchmark: bytepair against zlib, bz2, lzma (and zstd and lz4 when installed).
 
     python benchmarks/roundtrip.py [PATH ...] [--levels 1,5,9] [--threads 1,0]
         [--concat] [--runs N] [--json FILE] [--plot FILE.png]

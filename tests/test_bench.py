@@ -4,6 +4,7 @@ codec, and compute its figures from what it measured. No timing assertions."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -639,3 +640,16 @@ def test_blobs_times_every_codec_against_zlib(tmp_path: Path) -> None:
     assert {(row[0], row[1]) for row in rows} >= {("| 100", "bytepair-5"), ("| 1,024", "zlib-6")}
     assert all(row[-1] == "1.00x |" for row in rows if row[1] == "zlib-6")
     assert run_benchmark(BLOBS, "--sizes", "big").returncode == 2
+
+
+def test_the_peers_users_would_pick_instead_are_codecs() -> None:
+    """zstd at levels 1 and 3 and lz4 join the table where installed (the bench extra)."""
+    names = [codec.name for codec in _bench.default_codecs([5])]
+    assert names[:4] == ["bytepair-5", "zlib-6", "bz2-9", "lzma-6"]
+    peers = [name for name in names if name.startswith(("zstd", "lz4"))]
+    expected = (["zstd-1", "zstd-3"] if importlib.util.find_spec("zstandard") else []) + (
+        ["lz4"] if importlib.util.find_spec("lz4") else []
+    )
+    assert peers == expected
+    for codec in _bench.default_codecs([5])[4:]:
+        assert codec.decompress(codec.compress(b"peer " * 1000)) == b"peer " * 1000

@@ -14,6 +14,7 @@ import datetime
 import errno
 import functools
 import gc
+import importlib
 import lzma
 import os
 import platform
@@ -313,7 +314,8 @@ def collect_inputs(paths: Sequence[str]) -> list[tuple[str, bytes]]:
 def default_codecs(levels: Sequence[int], threads: Sequence[int] = (1,)) -> list[Codec]:
     """bytepair at each level (and each *threads* setting: ``bytepair-5-T0`` is level
     5 with ``threads=0``), then the standard library's codecs at their usual
-    settings, then zstd level 3 when the ``zstandard`` package is installed."""
+    settings, then zstd levels 1 and 3 and lz4 where ``zstandard`` and ``lz4`` are
+    installed (the ``bench`` extra): what users would pick instead."""
     codecs = [
         Codec(
             f"bytepair-{level}" + ("" if n_threads == 1 else f"-T{n_threads}"),
@@ -332,17 +334,31 @@ def default_codecs(levels: Sequence[int], threads: Sequence[int] = (1,)) -> list
     ]
     zstd = _zstandard()
     if zstd is not None:
-        codecs.append(Codec("zstd-3", zstd.ZstdCompressor(level=3).compress, zstd.ZstdDecompressor().decompress))
+        for zstd_level in (1, 3):
+            codecs.append(
+                Codec(
+                    f"zstd-{zstd_level}",
+                    zstd.ZstdCompressor(level=zstd_level).compress,
+                    zstd.ZstdDecompressor().decompress,
+                )
+            )
+    lz4_frame = _optional("lz4.frame")
+    if lz4_frame is not None:
+        codecs.append(Codec("lz4", lz4_frame.compress, lz4_frame.decompress))
     return codecs
 
 
 def _zstandard() -> Any:
     """The ``zstandard`` module, or None: it is an optional comparison, never a dependency."""
+    return _optional("zstandard")
+
+
+def _optional(name: str) -> Any:
+    """Module *name* (a peer to compare with: the ``bench`` extra), or None."""
     try:
-        import zstandard
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return zstandard
 
 
 def _timed(fn: Compressor, data: bytes, timer: Callable[[], float]) -> tuple[bytes, float]:
