@@ -822,6 +822,7 @@ def test_ctrl_c_at_any_moment_is_status_130_and_no_traceback(args: list[str], tm
     (tmp_path / "data.txt.bp").write_bytes(packed := bytepair.compress(data))
     src, want = ("data.txt.bp", data) if "-d" in args else ("data.txt", packed)
     out = "data.txt" if "-d" in args else "data.txt.bp"
+
     def wall(command: list[str]) -> float:
         start = time.monotonic()
         assert subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=TIMEOUT).returncode == 0
