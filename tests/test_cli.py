@@ -569,7 +569,7 @@ def test_progress_is_drawn_on_a_terminal_only(tmp_path: Path) -> None:
     # bytes because they are the quickest to compress (stored blocks)
     data = random.Random(1).randbytes((1 << 22) + 1000)
     (tmp_path / "big").write_bytes(data)
-    status, shown, _ = run_on_pty(["big"], tmp_path, "stderr")
+    status, shown, _ = run_on_pty(["-T1", "big"], tmp_path, "stderr")  # one thread: long enough to draw
     assert status == 0
     drawn = shown.decode()
     assert re.search(r"\rbig: \d+\.\d MB  \d+%  \d+\.\d\d MB/s  ratio \d\.\d{3}\x1b\[K", drawn), drawn

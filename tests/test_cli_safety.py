@@ -233,9 +233,10 @@ def test_gage_decoding_memory_is_bounded_whatever_the_output_size(tmp_path: Path
 RAISE_MEMORY_ERROR = """
 import sys
 import bytepair.cli.main as cli, bytepair.cli.bench as bench, bytepair.cli.explain as explain
+import bytepair.container.listing as listing
 def out_of_memory(*args, **kwargs):
     raise MemoryError
-for module, name in [(cli, "compress_file"), (cli, "decompress_file"), (cli, "list_streams"),
+for module, name in [(cli, "compress_file"), (cli, "decompress_file"), (listing, "list_streams"),
                      (bench, "bench_command"), (explain, "main")]:
     setattr(module, name, out_of_memory)
 sys.exit(cli.main(sys.argv[1:]))

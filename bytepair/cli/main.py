@@ -185,10 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
         "-T",
         "--threads",
         type=_threads,
-        default=1,
         metavar="N",
-        help="compress with N workers (threads with the compiled kernels, else processes; "
-        "0: one per core; default 1); with -b, benchmark that",
+        help="compress with N workers (0: one per core; default: one per core with the compiled "
+        "kernels, whose workers are threads, else 1; the same output for every N); with -b, "
+        "benchmark that (default 1)",
     )
     comp.add_argument("--runs", type=_runs, metavar="N", help=f"with -b: runs per input and codec ({BENCH_RUNS})")
     msg = parser.add_argument_group("messages")
@@ -264,6 +264,17 @@ def main(argv: list[str] | None = None) -> int:
             return 128 + signal.SIGINT
         except MemoryError:  # outside the files' own handling (-b, -l's total): still one line
             return _out_of_memory()
+
+
+def _compress_threads(asked: int | None) -> int:
+    """Workers for compressing: as asked, else every core where the compiled kernels run
+    (threads of this process, as xz does since 5.4), else one (the numpy path's workers
+    are processes, each with its own memory)."""
+    if asked is not None:
+        return asked
+    from .. import backend
+
+    return 0 if backend.compiled() else 1
 
 
 def _out_of_memory() -> int:
@@ -493,7 +504,7 @@ class _Run:
             return original, compressed
         if self.mode == "compress":
             level = self.opts.levels[-1] if self.opts.levels else None
-            compressor = BytePairCompressor(level, threads=self.opts.threads)
+            compressor = BytePairCompressor(level, threads=_compress_threads(self.opts.threads))
             return compress_file(src, write, compressor, meter.update)
         compressed, original = decompress_file(src, write, meter.update)
         return original, compressed
@@ -610,7 +621,7 @@ class _Run:
                 levels=levels,
                 runs=BENCH_RUNS if self.opts.runs is None else self.opts.runs,
                 out=sys.stdout,
-                threads=self.opts.threads,
+                threads=1 if self.opts.threads is None else self.opts.threads,
             )
         except OSError as exc:
             if exc.filename is None:  # its own message, e.g. "no such file or folder: X"
