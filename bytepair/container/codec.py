@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import backend
-from .._errors import CorruptDataError
+from ..core import faults
 from ..core.engine import EncodedBlocks
 from ..core.escape import Escapes
 from ..core.expand import node_budget
@@ -233,7 +233,7 @@ def decode_frame(
         return backend.frame_kernels()[1].decode_frame_body(header, body, frame_index, first_block, into)  # type: ignore[no-any-return]
     decoded = backend.expand(unpack_frame_body(header, body, frame_index, first_block))
     if crc32(decoded) != header.content_crc:
-        raise CorruptDataError(f"frame {frame_index}: decoded data fails its CRC-32 check")
+        raise faults.content_crc(frame_index)
     if into is None:
         return decoded
     out = into(len(decoded))

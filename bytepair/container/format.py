@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
+from ..core import faults
 from ..core.escape import Escapes
 from ..core.tables import PairTables, concat_ranges, run_edges
 from .crc import crc32, crc32_combine
@@ -264,7 +265,7 @@ def _unpack_code_set_run(
     # runs need codes and codes need runs (or a bitmap); a bitmap needs codes
     bad = ((n_runs > MAX_RUNS) | ((kind == 0) == (n_fresh > 0))).nonzero()[0]
     if len(bad):
-        raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible code-set header")
+        raise faults.bad_set_header(first_block + int(bad[0]))
     n_bitmaps = int(np.count_nonzero(bitmap))
     if n_bitmaps == 0:
         run_bytes, map_bytes = blob, blob[:0]
@@ -293,7 +294,7 @@ def _unpack_code_set_run(
     if len(take) and take.min() < 1:
         bad = np.append(bad, run_owner[int(np.argmin(take))])
     if len(bad):
-        raise CorruptDataError(f"block {first_block + int(bad.min())}: fresh code runs do not describe its codes")
+        raise faults.bad_runs(first_block + int(bad.min()))
     if len(take):
         # the walk restarts at each block: subtract what the blocks before it walked
         block_walked = span.cumsum()
@@ -313,9 +314,7 @@ def _unpack_code_set_run(
         counted = flags.sum(axis=1, dtype=np.int64)
         bad = (counted != n_fresh[bitmap]).nonzero()[0]
         if len(bad):
-            raise CorruptDataError(
-                f"block {first_block + int(np.flatnonzero(bitmap)[bad[0]])}: code bitmap does not match its code count"
-            )
+            raise faults.bad_bitmap(first_block + int(np.flatnonzero(bitmap)[bad[0]]))
         _rows, cols = flags.nonzero()
         codes[concat_ranges(fresh_start[bitmap], n_fresh[bitmap])] = 255 - cols
     return codes
@@ -368,7 +367,7 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
     def take(n: int) -> npt.NDArray[np.uint8]:
         nonlocal at
         if at + n > len(raw):
-            raise CorruptDataError(f"{where}: body is shorter than its columns")
+            raise faults.short_body(frame_index)
         part = raw[at : at + n]
         at += n
         return part
@@ -388,13 +387,13 @@ def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int
     literals = take(int(n_escaped.sum()))
     payload = take(int(payload_len.sum()))
     if at != len(raw):
-        raise CorruptDataError(f"{where}: {len(raw) - at} bytes after the last payload")
+        raise faults.long_body(frame_index, len(raw) - at)
 
     bad = ((orig_len < 1) | (payload_len < 1) | (payload_len > orig_len) | (n_escaped > orig_len)).nonzero()[0]
     if len(bad):
-        raise CorruptDataError(f"block {first_block + int(bad[0])}: impossible lengths in the block header")
+        raise faults.bad_lengths(first_block + int(bad[0]))
     if int(orig_len.sum()) != h.orig_size:
-        raise CorruptDataError(f"{where}: blocks hold {int(orig_len.sum())} bytes, frame header says {h.orig_size}")
+        raise faults.wrong_size(frame_index, int(orig_len.sum()), h.orig_size)
     fresh_codes = _unpack_code_sets(set_kind, code_sets, n_fresh, first_block)
 
     n_merges = n_fresh + n_recycled

@@ -16,7 +16,7 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
-from .._errors import CorruptDataError
+from . import faults
 from .tables import block_byte_counts, block_cells, run_edges
 
 __all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
@@ -137,8 +137,5 @@ def _restore_run(out: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], esc:
     bad = (per_block != esc.count).nonzero()[0]
     if len(bad):
         b = int(bad[0])
-        raise CorruptDataError(
-            f"block {first_block + b}: holds its escape mark {int(per_block[b])} times, "
-            f"its header says {int(esc.count[b])} escaped bytes"
-        )
+        raise faults.escape_count(first_block + b, int(per_block[b]), int(esc.count[b]))
     out[found] = esc.literals

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import CorruptDataError
+from . import faults
 from .buffers import Buffers, per_thread
 from .escape import restore_escapes
 from .tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums, for_sums, run_edges
@@ -172,10 +173,7 @@ class _Resolved:
         block = int(self.block_of_merge[m])
         rank = m - int(t.n_merges[:block].sum())
         operand = (t.left, t.right)[side]
-        return CorruptDataError(
-            f"block {t.first_block + block}: pair code {int(t.code[m])} "
-            f"(merge {rank}) uses code {int(operand[m])} before it is defined"
-        )
+        return faults.forward_reference(t.first_block + block, int(t.code[m]), rank, int(operand[m]))
 
     def _by_table(self, t: PairTables, nb: int, n_fresh: int) -> npt.NDArray[np.int64]:
         """Operand nodes through a table of each block's fresh codes, then a search among recycled ones."""
@@ -187,7 +185,7 @@ class _Resolved:
         else:
             table[self.defined[fresh]] = 256 + self.ids[fresh]
         if np.count_nonzero(table >= 256) != n_fresh:
-            raise CorruptDataError("pair table lists a fresh code twice")
+            raise faults.fresh_code_twice()
         ops = table[self.slots].astype(np.int64)
         # a fresh code defined by this merge or a later one: a self-reference or a cycle
         if np.count_nonzero(np.maximum(ops[:, 0], ops[:, 1]) >= 256 + self.ids):
@@ -239,7 +237,7 @@ class _Resolved:
         if not len(fresh_slot):
             return
         if (fresh_slot[1:] == fresh_slot[:-1]).any():
-            raise CorruptDataError("pair table lists a fresh code twice")
+            raise faults.fresh_code_twice()
         at = np.minimum(np.searchsorted(fresh_slot, self.slots), len(fresh_slot) - 1)
         ahead = (fresh_slot[at] == self.slots) & (fresh_id[at] >= self.ids[:, None])
         if ahead.any():
@@ -287,7 +285,7 @@ class _MeaningsInPython:
             meaning: list[bytes | None] = list(_LITERALS)
             fresh = codes[merge_at : merge_at + n_fresh]
             if len(set(fresh)) != n_fresh:
-                raise CorruptDataError("pair table lists a fresh code twice")
+                raise faults.fresh_code_twice()
             for code in fresh:
                 meaning[code] = None
             merge_end = merge_at + n_merges
@@ -299,9 +297,7 @@ class _MeaningsInPython:
                     raise _undefined_operand(t.first_block + b, fresh, *merges) from None
                 n = len(pair)
                 if n > size:
-                    raise CorruptDataError(
-                        f"block {t.first_block + b}: pair code {code} expands to more than the block's {size} bytes"
-                    )
+                    raise faults.too_long(t.first_block + b, code, size)
                 spent += n
                 if spent > room:
                     budget.spend(spent)  # raises
@@ -336,9 +332,7 @@ def _undefined_operand(block: int, fresh: bytes, codes: bytes, lefts: bytes, rig
     for k, (code, lv, rv) in enumerate(zip(codes, lefts, rights, strict=True)):
         for v in (lv, rv):
             if v in undefined:
-                return CorruptDataError(
-                    f"block {block}: pair code {code} (merge {k}) uses code {v} before it is defined"
-                )
+                return faults.forward_reference(block, code, k, v)
         undefined.discard(code)
     raise AssertionError("no merge uses an undefined code")
 
@@ -381,10 +375,7 @@ def _node_lengths(t: PairTables, res: _Resolved) -> tuple[npt.NDArray[np.int64],
     too_long = length[256:] > block_len
     if np.count_nonzero(too_long):
         m = int(np.argmax(too_long))
-        raise CorruptDataError(
-            f"block {t.first_block + int(res.block_of_merge[m])}: pair code {int(t.code[m])} "
-            f"expands to more than the block's {int(block_len[m])} bytes"
-        )
+        raise faults.too_long(t.first_block + int(res.block_of_merge[m]), int(t.code[m]), int(block_len[m]))
     return length.astype(np.int64), depth
 
 
@@ -445,14 +436,12 @@ def expand_numpy(t: PairTables) -> npt.NDArray[np.uint8]:
     number of numpy calls per ~64K payload bytes, and per depth level unless its code
     expansions are built in Python (``PYTHON_NODES``), about ``MERGES_PER_RUN`` merges at a time."""
     if np.count_nonzero(t.payload_len < 1) or np.count_nonzero(t.payload_len > t.orig_len):
-        raise CorruptDataError("a block's payload is empty or longer than the block")
+        raise faults.bad_payload_length()
     if not len(t.code):  # stored blocks only: the payload is the data
         wrong = t.payload_len != t.orig_len
         if wrong.any():
             b = int(np.argmax(wrong))
-            raise CorruptDataError(
-                f"block {t.first_block + b}: expands to {int(t.payload_len[b])} bytes, header says {int(t.orig_len[b])}"
-            )
+            raise faults.wrong_total(t.first_block + b, int(t.payload_len[b]), int(t.orig_len[b]))
         out = t.payload.copy()
         if t.escapes is not None:
             restore_escapes(out, t.orig_len, t.escapes, t.first_block)
@@ -510,10 +499,7 @@ class _Budget:
         self.used += node_bytes
         if self.used > self.limit:
             t = self.frame
-            raise CorruptDataError(
-                f"blocks {t.first_block}..{t.first_block + len(t.orig_len) - 1}: pair tables expand to "
-                f"{self.used} bytes or more, more than {NODE_BUDGET}x the data they describe"
-            )
+            raise faults.over_budget(t.first_block, t.first_block + len(t.orig_len) - 1, self.used, NODE_BUDGET)
 
 
 def _expand_run(t: PairTables, budget: _Budget) -> npt.NDArray[np.uint8]:
@@ -608,9 +594,7 @@ class _Payloads:
             raise self._length_error(b, int(totals[b]))
 
     def _length_error(self, b: int, total: int) -> CorruptDataError:
-        return CorruptDataError(
-            f"block {self.t.first_block + b}: expands to {total} bytes, header says {int(self.t.orig_len[b])}"
-        )
+        return faults.wrong_total(self.t.first_block + b, total, int(self.t.orig_len[b]))
 
     def write(
         self, length: npt.NDArray[np.int64], buf: npt.NDArray[np.uint8], offset: npt.NDArray[np.int64]
@@ -734,7 +718,7 @@ class _BlockNodes:
         n_merges = int(t.n_merges[b])
         n_fresh = int(t.n_fresh[b])
         orig_len = int(t.orig_len[b])
-        where = f"block {t.first_block + b}"
+        block = t.first_block + b
         final = list(range(256))
         self.left: list[int] = []
         self.right: list[int] = []
@@ -744,15 +728,15 @@ class _BlockNodes:
         rights = t.right[merge_at : merge_at + n_merges].tolist()
         undefined = set(codes[:n_fresh])  # fresh codes whose merge has not come yet
         if len(undefined) != n_fresh:
-            raise CorruptDataError("pair table lists a fresh code twice")
+            raise faults.fresh_code_twice()
         node_len = [1] * 256  # what each byte value expands to, as things stand
         for k, (code, lv, rv) in enumerate(zip(codes, lefts, rights, strict=True)):
             if undefined and (lv in undefined or rv in undefined):
                 v = lv if lv in undefined else rv
-                raise CorruptDataError(f"{where}: pair code {code} (merge {k}) uses code {v} before it is defined")
+                raise faults.forward_reference(block, code, k, v)
             size = node_len[lv] + node_len[rv]
             if size > orig_len:
-                raise CorruptDataError(f"{where}: pair code {code} expands to more than the block's {orig_len} bytes")
+                raise faults.too_long(block, code, orig_len)
             self.left.append(final[lv])
             self.right.append(final[rv])
             self.length.append(size)
@@ -762,7 +746,7 @@ class _BlockNodes:
         self.final = final
         total = sum(map(node_len.__getitem__, payload))
         if total != orig_len:
-            raise CorruptDataError(f"{where}: expands to {total} bytes, header says {orig_len}")
+            raise faults.wrong_total(block, total, orig_len)
 
 
 def _blocks_in_python(t: PairTables) -> Iterator[tuple[int, bytes, _BlockNodes]]:
@@ -796,9 +780,7 @@ def _expand_small(t: PairTables) -> npt.NDArray[np.uint8]:
                 break
         if len(out) != limit:
             more = " or more" if hi < payload_end else ""
-            raise CorruptDataError(
-                f"block {t.first_block + b}: expands to {len(out) - block_start}{more} bytes, header says {size}"
-            )
+            raise faults.wrong_total(t.first_block + b, f"{len(out) - block_start}{more}", size)
         payload_at += n_symbols
     expanded = np.frombuffer(out, dtype=np.uint8)
     if t.escapes is not None:  # numpy's few calls beat a search per escaped byte
@@ -838,10 +820,7 @@ class _EscapesInPython:
             at = out.find(mark, at + 1)
         if len(found) != count:
             held = len(found) + out.count(mark, at) if at >= 0 else len(found)
-            raise CorruptDataError(
-                f"block {self.first_block + b}: holds its escape mark {held} times, "
-                f"its header says {count} escaped bytes"
-            )
+            raise faults.escape_count(self.first_block + b, held, count)
         for k, value in zip(found, self.literals[self.used : self.used + count], strict=True):
             out[k] = value
         self.used += count

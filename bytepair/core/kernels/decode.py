@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from ..._errors import CorruptDataError
 from ...container.format import FrameHeader
+from .. import faults
 from ..escape import Escapes
 from ..expand import NODE_BUDGET, expand_numpy, node_budget
 from ..tables import PairTables
@@ -93,7 +94,7 @@ def decode_frame_body(
     status = np.zeros(5, dtype=np.int64)
     out = decode_body(raw, nb, size, node_budget(size), status, out, header.content_crc)
     if status[0] != OK:
-        raise _error(status, first_block, nb, f"frame {frame_index}")
+        raise _error(status, first_block, nb, frame_index)
     return out[:size]
 
 
@@ -155,28 +156,28 @@ def _check_columns(t: PairTables, esc: Escapes) -> None:
         raise ValueError("PairTables columns disagree in length")
 
 
-def _error(status: npt.NDArray[np.int64], first_block: int, n_blocks: int, frame: str = "") -> Exception:
-    """The numpy decoder's error for what *status* reports (*frame*: "frame N", for the body's columns)."""
+def _error(status: npt.NDArray[np.int64], first_block: int, n_blocks: int, frame: int = -1) -> Exception:
+    """The numpy decoder's error for what *status* reports (*frame*: its index, for the
+    body's columns): ``core.faults`` words each fault once, for both paths."""
     kind, b, x, y, z = status.tolist()
     if kind == DISAGREE:
         return AssertionError("write_blocks met a fault that check_blocks does not see")
-    block = f"block {first_block + b}"
-    messages = {
-        BAD_PAYLOAD_LEN: "a block's payload is empty or longer than the block",
-        FRESH_TWICE: "pair table lists a fresh code twice",
-        FORWARD_REF: f"{block}: pair code {x} (merge {y}) uses code {z} before it is defined",
-        TOO_LONG: f"{block}: pair code {x} expands to more than the block's {y} bytes",
-        OVER_BUDGET: f"blocks {first_block}..{first_block + n_blocks - 1}: pair tables expand to "
-        f"{x} bytes or more, more than {NODE_BUDGET}x the data they describe",
-        WRONG_TOTAL: f"{block}: expands to {x} bytes, header says {y}",
-        ESCAPE_COUNT: f"{block}: holds its escape mark {x} times, its header says {y} escaped bytes",
-        SHORT_BODY: f"{frame}: body is shorter than its columns",
-        CONTENT_CRC: f"{frame}: decoded data fails its CRC-32 check",
-        LONG_BODY: f"{frame}: {x} bytes after the last payload",
-        BAD_LENGTHS: f"{block}: impossible lengths in the block header",
-        WRONG_SIZE: f"{frame}: blocks hold {x} bytes, frame header says {y}",
-        BAD_SET_HEADER: f"{block}: impossible code-set header",
-        BAD_RUNS: f"{block}: fresh code runs do not describe its codes",
-        BAD_BITMAP: f"{block}: code bitmap does not match its code count",
+    block = first_block + b
+    told: dict[int, Callable[[], CorruptDataError]] = {
+        BAD_PAYLOAD_LEN: faults.bad_payload_length,
+        FRESH_TWICE: faults.fresh_code_twice,
+        FORWARD_REF: lambda: faults.forward_reference(block, x, y, z),
+        TOO_LONG: lambda: faults.too_long(block, x, y),
+        OVER_BUDGET: lambda: faults.over_budget(first_block, first_block + n_blocks - 1, x, NODE_BUDGET),
+        WRONG_TOTAL: lambda: faults.wrong_total(block, x, y),
+        ESCAPE_COUNT: lambda: faults.escape_count(block, x, y),
+        SHORT_BODY: lambda: faults.short_body(frame),
+        CONTENT_CRC: lambda: faults.content_crc(frame),
+        LONG_BODY: lambda: faults.long_body(frame, x),
+        BAD_LENGTHS: lambda: faults.bad_lengths(block),
+        WRONG_SIZE: lambda: faults.wrong_size(frame, x, y),
+        BAD_SET_HEADER: lambda: faults.bad_set_header(block),
+        BAD_RUNS: lambda: faults.bad_runs(block),
+        BAD_BITMAP: lambda: faults.bad_bitmap(block),
     }
-    return CorruptDataError(messages[kind])
+    return told[kind]()
