@@ -1,6 +1,7 @@
 """Coverage-guided fuzzing of the readers with atheris (libFuzzer for Python), on both paths.
 
     python3 -m tests.fuzz.atheris_decode -max_total_time=1800 CORPUS_DIR [SEED_DIR ...]
+    python3 -m tests.fuzz.atheris_decode crash-...          # replay one input
 
 Each input is read by ``bytepair.decompress`` (with a 16 MiB limit), by
 ``BytePairDecompressor`` fed in pieces, and by ``gage.decompress``, once on the numpy
@@ -54,9 +55,15 @@ def _decompress(data: bytes) -> bytes:
 
 
 def _incremental(data: bytes) -> bytes:
+    """As ``lzma.LZMADecompressor``: pieces until the end of the stream, then what is left
+    over is ``unused_data`` (decompressing after the end raises ``EOFError``)."""
     reader = bytepair.BytePairDecompressor()
-    out = [reader.decompress(data[i : i + 777], max_length=LIMIT) for i in range(0, len(data), 777)]
-    return b"".join(out)
+    out = []
+    for i in range(0, len(data), 777):
+        if reader.eof:
+            break
+        out.append(reader.decompress(data[i : i + 777], max_length=LIMIT))
+    return b"".join(out) + b"|" + reader.unused_data
 
 
 def _gage(data: bytes) -> bytes:
@@ -80,7 +87,8 @@ def main() -> None:
     if not backend.compiled():
         sys.exit(f"atheris_decode: needs the compiled kernels ({backend.describe()})")
     repo = Path(__file__).resolve().parent.parent.parent
-    seeds = [str(repo / "testdata" / "golden"), str(repo / "testdata" / "fuzz")]
+    replaying = any(Path(arg).is_file() for arg in sys.argv[1:] if not arg.startswith("-"))
+    seeds = [] if replaying else [str(repo / "testdata" / "golden"), str(repo / "testdata" / "fuzz")]
     atheris.instrument_all()  # every function loaded so far: the readers, imported above
     atheris.Setup([*sys.argv, *seeds], test_one_input)
     atheris.Fuzz()
