@@ -312,8 +312,9 @@ def test_threads_at_once() -> None:
 
 @pytest.fixture(params=["baseline", "avx2"])
 def vector_loops(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The engine's two vector loops (``_largest_key``, ``_rescan``) in each of their builds:
-    the baseline one, and the AVX2 one where the CPU has it (it runs by default there)."""
+    """The engine's three vector loops (``_largest_key``, ``_rescan``, ``_select``) in each of
+    their builds: the baseline one, and the AVX2 one where the CPU has it (it runs by default
+    there). The checked build runs ``_select``'s plain loop either way."""
     before = _encode.VECTOR_LOOPS
     taken = _encode.use_vector_loops(request.param)
     try:
@@ -334,6 +335,17 @@ def test_both_builds_of_the_vector_loops(vector_loops: str) -> None:
     for path in sorted(GOLDEN.glob("*.bin")):
         arr = np.frombuffer(path.read_bytes(), dtype=np.uint8)
         assert_same(arr, split_blocks(arr, 32768, 200), threshold=3, merges_per_step=8)
+
+
+def test_both_builds_of_the_select_filter(vector_loops: str) -> None:
+    # made lists of every length around the vector filter's 8 entries, most entries not the
+    # one wanted: many short words, their pairs merged into codes, then codes with codes
+    rng = np.random.default_rng(5)
+    words = [bytes(rng.integers(97, 123, rng.integers(2, 6))) + b" " for _ in range(40)]
+    for size in (30, 61, 250, 1021, 4099, 30_000):
+        data = np.frombuffer(b"".join(rng.choice(words, size // 4 + 1))[:size], dtype=np.uint8)
+        for params in PARAMS:
+            assert_same(data, split_blocks(data, 8192, 200), **params)
 
 
 def test_vector_loops_by_name() -> None:

@@ -52,14 +52,21 @@ cdef enum:
 
 cdef extern from *:
     """
-    /* The engine's two vector loops, over 256 cells each: the largest of the row keys
+    /* The engine's vector loops. The first two, over 256 cells each: the largest of the row keys
        (_largest_key) and a row's largest count with its lowest column (_rescan). Plain loops,
        each running maximum kept in 16 or 32 lanes so that the compiler vectorises them: SSE2,
        all an x86-64 build may assume, has no 32-bit maximum, and one running maximum waits
        on its three-instruction stand-in at every step (a maximum of the keys: 22 ns this way,
        70-130 ns with one). Where the compiler can, the loops are built twice, for the
        baseline and for AVX2, and the AVX2 ones run on a CPU that has it (7 ns a maximum,
-       12 ns a row against 32 ns: level 5 in about 0.92x the time). Same results either way. */
+       12 ns a row against 32 ns: level 5 in about 0.92x the time). Same results either way.
+
+       The third, _select's filter (bp_select): the places whose other symbol is the one wanted,
+       in order. Plain C copies every place and moves on past the kept ones; the vector one
+       takes 8 entries at a time: a 16-bit compare gives a byte mask of the kept lanes, a
+       table of 256 byte shuffles (bp_select_shuffle, filled at import) moves them to the
+       front, and one 16-byte store writes them (k <= e: it never writes beyond out[n - 1],
+       the same room as the plain loop). Built for AVX2 with POPCNT, which every AVX2 CPU has. */
     #include <stdint.h>
 
     static inline __attribute__((always_inline)) int32_t bp_largest_key_loop(const int32_t *keys) {
@@ -94,10 +101,23 @@ cdef extern from *:
         return 255 - first;
     }
 
+    /* The places[e] (e < n) whose others[e] is want, in order, into out (room for n);
+       returns how many. Without a branch, which would guess wrong for about every other entry. */
+    static int64_t bp_select_base(const uint16_t *places, const uint16_t *others, int64_t n, uint16_t want,
+                                  uint16_t *out) {
+        int64_t k = 0;
+        for (int64_t e = 0; e < n; e++) {
+            out[k] = places[e];
+            k += others[e] == want;
+        }
+        return k;
+    }
+
     static int32_t bp_largest_key_base(const int32_t *keys) { return bp_largest_key_loop(keys); }
     static int32_t bp_row_max_base(const uint16_t *cells, uint16_t *most) { return bp_row_max_loop(cells, most); }
     static int32_t (*bp_largest_key)(const int32_t *) = bp_largest_key_base;
     static int32_t (*bp_row_max)(const uint16_t *, uint16_t *) = bp_row_max_base;
+    static int64_t (*bp_select)(const uint16_t *, const uint16_t *, int64_t, uint16_t, uint16_t *) = bp_select_base;
 
     /* Take the AVX2 loops if *avx2* asks and the CPU has them, else the baseline ones;
        returns which. */
@@ -108,15 +128,51 @@ cdef extern from *:
     __attribute__((target("avx2"))) static int32_t bp_row_max_avx2(const uint16_t *cells, uint16_t *most) {
         return bp_row_max_loop(cells, most);
     }
+
+    #include <immintrin.h>
+    /* per mask of kept lanes: the byte shuffle that moves those lanes' 16-bit places to the front */
+    static uint8_t bp_select_shuffle[256][16] __attribute__((aligned(16)));
+
+    __attribute__((target("avx2,popcnt"))) static int64_t bp_select_avx2(
+        const uint16_t *places, const uint16_t *others, int64_t n, uint16_t want, uint16_t *out
+    ) {
+        const __m128i wanted = _mm_set1_epi16((short)want);
+        int64_t e = 0, k = 0;
+        for (; e + 8 <= n; e += 8) {
+            __m128i same = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(others + e)), wanted);
+            unsigned mask = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(same, same)) & 0xFF;
+            __m128i kept = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(places + e)),
+                                            _mm_load_si128((const __m128i *)bp_select_shuffle[mask]));
+            _mm_storeu_si128((__m128i *)(out + k), kept);
+            k += __builtin_popcount(mask);
+        }
+        for (; e < n; e++) {
+            out[k] = places[e];
+            k += others[e] == want;
+        }
+        return k;
+    }
+
     static const char *bp_choose_vector_loops(int avx2) {
         __builtin_cpu_init();
-        if (avx2 && __builtin_cpu_supports("avx2")) {
+        if (avx2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) {
+            for (int mask = 0; mask < 256; mask++) {
+                int to = 0;
+                memset(bp_select_shuffle[mask], 0x80, 16);  /* lanes beyond the kept ones: zero */
+                for (int lane = 0; lane < 8; lane++)
+                    if (mask >> lane & 1) {
+                        bp_select_shuffle[mask][to++] = (uint8_t)(2 * lane);
+                        bp_select_shuffle[mask][to++] = (uint8_t)(2 * lane + 1);
+                    }
+            }
             bp_largest_key = bp_largest_key_avx2;
             bp_row_max = bp_row_max_avx2;
+            bp_select = bp_select_avx2;
             return "avx2";
         }
         bp_largest_key = bp_largest_key_base;
         bp_row_max = bp_row_max_base;
+        bp_select = bp_select_base;
         return "baseline";
     }
     #else
@@ -125,11 +181,14 @@ cdef extern from *:
     """
     int32_t bp_largest_key(const int32_t *keys) noexcept nogil
     int32_t bp_row_max(const uint16_t *cells, uint16_t *most) noexcept nogil
+    int64_t bp_select(
+        const uint16_t *places, const uint16_t *others, int64_t n, uint16_t want, uint16_t *out
+    ) noexcept nogil
     const char *bp_choose_vector_loops(int avx2) noexcept
 
 
 VECTOR_LOOPS = bp_choose_vector_loops(True).decode()
-"""Which build of the engine's two vector loops this CPU runs: ``avx2`` or ``baseline``."""
+"""Which build of the engine's three vector loops this CPU runs: ``avx2`` or ``baseline``."""
 
 
 def use_vector_loops(name):
@@ -298,10 +357,10 @@ cdef void _split_escapes(
     once, and a second time only where a block escapes. While 64 more bytes cannot reach
     *max_distinct* values, it takes them without testing for the limit at each byte."""
     cdef Py_ssize_t n = data.shape[0]
-    cdef int32_t lanes[4 * 256]  # byte i counted in lane i % 4: in a run one count would wait for its own store
+    cdef int32_t lanes[4 * 256]  # bytes counted in four lanes in turn: in a run one count would wait for its own store
     cdef uint8_t seen[256]
     cdef int64_t counts[256]
-    cdef Py_ssize_t lo = 0, i, k, end, distinct, n_blocks = 0
+    cdef Py_ssize_t lo = 0, i, k, u, end, distinct, n_blocks = 0
     cdef int v, mark
     cdef uint8_t byte
     cut.starts[0] = 0
@@ -313,11 +372,12 @@ cdef void _split_escapes(
         i = lo
         while i < end:
             if distinct + 64 < max_distinct and i + 64 <= end:  # 64 bytes cannot reach the limit
-                for k in range(i, i + 64):
-                    byte = data[k]
-                    distinct += not seen[byte]
-                    seen[byte] = 1
-                    lanes[((k & 3) << 8) | byte] += 1
+                for k in range(i, i + 64, 4):  # four bytes, one to a lane (the inner loop unrolls)
+                    for u in range(4):
+                        byte = data[k + u]
+                        distinct += not seen[byte]
+                        seen[byte] = 1
+                        lanes[(u << 8) | byte] += 1
                 i += 64
                 continue
             byte = data[i]
@@ -656,15 +716,20 @@ cdef void _first_pairs(const uint8_t[::1] data, Py_ssize_t lo, Py_ssize_t n, _Wo
     cdef Py_ssize_t i, t, n_cells = 0, n_index = 0
     cdef int32_t cell, last = -1, row, col
     cdef int64_t c, last_c = 0
+    cdef uint16_t link
     ws.val[n] = END
     ws.nxt[n] = <uint16_t>n
     ws.prv[n] = <uint16_t>n
     for i in range(n):  # plain loops, which vectorise
         ws.val[i] = data[lo + i]
+    link = 1  # the links counted in 16 bits, eight to a vector (from i, 64-bit: two or three to one)
     for i in range(n):
-        ws.nxt[i] = <uint16_t>(i + 1)
+        ws.nxt[i] = link
+        link += 1
+    link = 0
     for i in range(1, n):
-        ws.prv[i] = <uint16_t>(i - 1)
+        ws.prv[i] = link
+        link += 1
     ws.prv[0] = <uint16_t>n
     for i in range(n - 1):  # distinct pairs listed in cells without a branch, which would guess wrong
         cell = (<int32_t>data[lo + i] << 8) | data[lo + i + 1]
@@ -816,13 +881,16 @@ cdef Py_ssize_t _select(
     const uint16_t[::1] places, const uint16_t[::1] others, Py_ssize_t lo, Py_ssize_t hi, int64_t want,
     uint16_t[::1] out
 ) noexcept nogil:
-    """The ``places[lo:hi]`` whose entry in *others* is *want*, in order, copied into *out*;
-    returns how many. Without a branch (which would guess wrong for about every other entry)."""
+    """The ``places[lo:hi]`` whose entry in *others* is *want*, in order, copied into *out*
+    (room for ``hi - lo``); returns how many. ``bp_select`` (above), or in the checked build
+    its plain loop through the memoryviews."""
     cdef Py_ssize_t e, k = 0
-    for e in range(lo, hi):
-        out[k] = places[e]
-        k += others[e] == want
-    return k
+    if CHECKED or hi <= lo:
+        for e in range(lo, hi):
+            out[k] = places[e]
+            k += others[e] == want
+        return k
+    return bp_select(&places[lo], &others[lo], hi - lo, <uint16_t>want, &out[0])
 
 
 cdef int64_t _replace(
@@ -834,7 +902,12 @@ cdef int64_t _replace(
 
     Each match takes one off the counts of (prev, a), (a, z) and (z, next) and adds one to
     (prev, code) and (code, next): a count falling from its row's bound makes the row stale,
-    a count rising above it raises it. The pairs made are appended to the made lists."""
+    a count rising above it raises it. The pairs made are appended to the made lists.
+
+    (a, z) is taken off once, after the loop, by the number of matches: no update in the
+    loop reads its cell (the others hold *code*, or *a* or *z* on the other side), and its
+    row's stale mark comes out the same (a rise in the loop that clears it leaves the bound
+    above the cell's count)."""
     cdef size_t i, j, p, q, x, y
     cdef int64_t matches = 0
     cdef Py_ssize_t e, n_before = ws.n_before, n_after = ws.n_after
@@ -848,7 +921,6 @@ cdef int64_t _replace(
         p = ws.prv[i]
         q = ws.nxt[j]
 
-        _fall(ws, a, z, 1)
         if p != n:  # (prev, a) becomes (prev, code)
             x = ws.val[p]
             _fall(ws, x, a, 1)
@@ -868,6 +940,8 @@ cdef int64_t _replace(
         ws.nxt[i] = <uint16_t>q
         ws.prv[q] = <uint16_t>i
         matches += 1
+    if matches > 0:  # (a, z) taken off once for all the matches
+        _fall(ws, a, z, matches)
     ws.n_before = n_before
     ws.n_after = n_after
     return matches
