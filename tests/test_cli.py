@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
+import io
 import os
 import pty
 import random
@@ -30,7 +31,7 @@ import pytest
 
 import bytepair
 import bytepair.backend
-from tests.helpers import NOT_BUILT, compiled_available
+from tests.helpers import NOT_BUILT, compiled_available, use_kernels
 
 CLI = [sys.executable, "-m", "bytepair"]
 TIMEOUT = 120
@@ -565,9 +566,9 @@ def test_refuses_to_read_compressed_data_from_a_terminal(tmp_path: Path) -> None
 
 
 def test_progress_is_drawn_on_a_terminal_only(tmp_path: Path) -> None:
-    # more than one frame, so that the first one takes long enough to be shown; random
-    # bytes because they are the quickest to compress (stored blocks)
-    data = random.Random(1).randbytes((1 << 22) + 1000)
+    # several frames of text on one thread, so that the run lasts past the first redraw
+    # (0.1 s) however fast the kernels are
+    data = text(12 << 20)
     (tmp_path / "big").write_bytes(data)
     status, shown, _ = run_on_pty(["-T1", "big"], tmp_path, "stderr")  # one thread: long enough to draw
     assert status == 0
@@ -875,3 +876,28 @@ def test_interrupted_run_leaves_nothing_behind(signum: int, status: int, tmp_pat
     assert b"Traceback" not in proc.stderr.read()
     assert listing(tmp_path) == ["big.txt"]
     assert digest(src) == before
+
+
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+def test_default_threads_follow_the_input_and_the_path(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every core for large or unsized inputs where the compiled kernels (threads) run; one
+    for small inputs, and on the numpy path (processes); as asked whenever -T is given."""
+    from bytepair.cli.main import THREADS_FROM, _compress_threads
+
+    use_kernels(path, monkeypatch)
+    large = 0 if path == "compiled" else 1
+    assert [_compress_threads(None, size) for size in (0, THREADS_FROM - 1, THREADS_FROM, None)] == [1, 1, large, large]
+    assert _compress_threads(3, 10) == 3 and _compress_threads(0, 10) == 0
+
+
+def test_size_of_knows_files_only(tmp_path: Path) -> None:
+    from bytepair.cli.main import _size_of
+
+    (tmp_path / "f").write_bytes(b"x" * 1234)
+    with open(tmp_path / "f", "rb") as f:
+        assert _size_of(f) == 1234
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as pipe:
+        assert _size_of(pipe) is None
+    os.close(write_end)
+    assert _size_of(io.BytesIO(b"abc")) is None
