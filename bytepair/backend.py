@@ -14,13 +14,14 @@ The operations with two implementations are here and nowhere else: callers
 (``container``, ``io``, ``gage``, ``subword``) call them with no gate of their own,
 and the numpy modules in ``core`` know nothing of the compiled ones. The frame
 packers and decoders, which need the container's own numpy code for their
-reference side, ask :func:`compiled` and take :func:`frame_kernels`.
+reference side, ask :func:`compiled` and take :func:`kernel`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import warnings
 import zlib
@@ -49,6 +50,7 @@ __all__ = [
     "encode_blocks",
     "expand",
     "find_escapes",
+    "kernel",
     "split_and_find_escapes",
     "split_blocks",
     "use",
@@ -141,10 +143,16 @@ def _choose() -> Choice:
 
 
 def _compiled_choice() -> Choice:
-    """The compiled path when every extension imports, else numpy with the first failure."""
+    """The compiled path when every extension is built, else numpy with the first one
+    missing. The first (CRC-32, which every command uses) is loaded now, so that a build
+    that cannot load says so here; the others are only found, and loaded when first used:
+    a decompression never pays for the encoder's (start-up)."""
     for name in EXTENSIONS:
         try:
-            importlib.import_module(name)
+            if name == EXTENSIONS[0]:
+                importlib.import_module(name)
+            elif importlib.util.find_spec(name) is None:
+                raise ModuleNotFoundError(name=name)
         except ImportError as exc:
             if isinstance(exc, ModuleNotFoundError) and exc.name == name:
                 why = f"{name} was not built: reinstall with a C compiler (pip install .)"
@@ -169,10 +177,10 @@ def _kernel(name: str) -> Any:
     return module
 
 
-def frame_kernels() -> tuple[Any, Any, Any]:
-    """The compiled frame packer, frame decoder and stream reader (``kernels.frame``,
-    ``kernels.decode``, ``kernels.stream``); only where :func:`compiled` is true."""
-    return _kernel("frame"), _kernel("decode"), _kernel("stream")
+def kernel(name: str) -> Any:
+    """The compiled module ``core.kernels.NAME`` (``frame``, ``decode``, ``stream``, ...),
+    imported on first use; only where :func:`compiled` is true."""
+    return _kernel(name)
 
 
 def crc32(data: Any, value: int = 0) -> int:

@@ -73,7 +73,7 @@ def compiled_decoding() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backend, "_choice", backend.Choice("compiled", ""))
         patch.setattr(backend, "_compiled", True)
-        patch.setattr(backend, "frame_kernels", lambda: (None, decode, stream))
+        patch.setattr(backend, "kernel", {"decode": decode, "stream": stream}.__getitem__)
         yield
 
 

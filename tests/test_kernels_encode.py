@@ -380,13 +380,13 @@ def test_hypothesis_any_merges_per_step(data: bytes, merges: int, threshold: int
 
 def compress_both(monkeypatch: pytest.MonkeyPatch, data: bytes, **params: Any) -> tuple[bytes, bytes]:
     """The whole stream, once per path: (numpy's, the compiled kernels'). Compression takes
-    only the packer of ``backend.frame_kernels`` (the decoders' modules are tested in their
+    only the packer of ``backend.kernel`` (the decoders' modules are tested in their
     own files)."""
     use_kernels("numpy", monkeypatch)
     expected = bytepair.compress(data, **params)
     with monkeypatch.context() as patch:
         use_kernels("compiled", patch)
-        patch.setattr(backend, "frame_kernels", lambda: (compiled_frame, None, None))
+        patch.setattr(backend, "kernel", {"frame": compiled_frame}.__getitem__)
         got = bytepair.compress(data, **params)
     use_kernels("numpy", monkeypatch)
     return expected, got

@@ -243,6 +243,6 @@ def test_encode_frame_takes_the_one_call(monkeypatch: pytest.MonkeyPatch) -> Non
     counted(prepare, "split_and_find_escapes")
     use_kernels("compiled", monkeypatch)
     # compression takes only the packer of the three (the decoders are tested in their files)
-    monkeypatch.setattr(backend, "frame_kernels", lambda: (compiled, None, None))
+    monkeypatch.setattr(backend, "kernel", {"frame": compiled}.__getitem__)
     assert [codec.encode_frame(data, LEVELS[level]) for level in (5, 7)] == want
     assert calls == ["encode_frame_body"] + ["split_and_find_escapes"] * len(LEVELS[7].cuttings())

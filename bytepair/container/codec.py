@@ -7,13 +7,13 @@ stored or encoded blocks -> container, and container -> decoder -> checked bytes
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import backend
 from ..core import faults
-from ..core.engine import EncodedBlocks
 from ..core.escape import Escapes
 from ..core.expand import node_budget
 from ..core.params import MAX_BLOCK_SIZE, Params
@@ -30,6 +30,9 @@ from .format import (
     pack_frame,
     unpack_frame_body,
 )
+
+if TYPE_CHECKING:  # the numpy engine is imported by the numpy path only (start-up)
+    from ..core.engine import EncodedBlocks
 
 __all__ = ["FRAME_SIZE", "SPARE", "block_costs", "decode_frame", "decode_stream", "encode_frame"]
 
@@ -127,7 +130,7 @@ def _assemble(
     )
 
 
-EngineRunner = Callable[[npt.NDArray[np.uint8], npt.NDArray[np.int64], Params], EncodedBlocks]
+EngineRunner = Callable[[npt.NDArray[np.uint8], npt.NDArray[np.int64], Params], "EncodedBlocks"]
 
 
 def run_engine(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], params: Params) -> EncodedBlocks:
@@ -166,7 +169,7 @@ def _encode_with_escapes(
     lengths = np.diff(bounds)[escaping]
     both_bounds = np.concatenate((bounds, len(data) + np.cumsum(lengths)))
     both = engine(np.concatenate((data, changed[concat_ranges(bounds[escaping], lengths)])), both_bounds, params)
-    costs = backend.frame_kernels()[0].block_costs(both) if backend.compiled() else block_costs(both)
+    costs = backend.kernel("frame").block_costs(both) if backend.compiled() else block_costs(both)
     use_escapes = np.zeros(n_blocks, dtype=np.bool_)
     use_escapes[escaping] = costs[n_blocks:] + esc.cost()[escaping] < costs[escaping]
     chosen = np.arange(n_blocks)
@@ -180,7 +183,7 @@ def _pack(
     """The frame of the blocks *enc* encoded: ``pack_frame(_assemble(...))``. Large inputs
     take the compiled loop (``kernels.frame``) on the compiled path: the same bytes."""
     if backend.compiled():
-        body, n_blocks = backend.frame_kernels()[0].pack_frame_body(data, bounds, enc, esc, node_budget(len(data)))
+        body, n_blocks = backend.kernel("frame").pack_frame_body(data, bounds, enc, esc, node_budget(len(data)))
         return frame_from_body(body.data, n_blocks, len(data), content_crc)
     return pack_frame(_assemble(data, bounds, enc, esc), content_crc)
 
@@ -204,7 +207,7 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     """
     content_crc = crc32(data)
     if engine is run_engine and not params.trials and not params.escape_trial and backend.compiled():
-        body, n_blocks = backend.frame_kernels()[0].encode_frame_body(data, params, node_budget(len(data)))
+        body, n_blocks = backend.kernel("frame").encode_frame_body(data, params, node_budget(len(data)))
         return frame_from_body(body.data, n_blocks, len(data), content_crc), content_crc
     best = b""
     for block_size, max_distinct in params.cuttings():
@@ -230,7 +233,7 @@ def decode_frame(
     some checks), and the view of its bytes returned: a caller gathering frames
     into one buffer saves a copy (the compiled path writes there directly)."""
     if backend.compiled():
-        return backend.frame_kernels()[1].decode_frame_body(header, body, frame_index, first_block, into)  # type: ignore[no-any-return]
+        return backend.kernel("decode").decode_frame_body(header, body, frame_index, first_block, into)  # type: ignore[no-any-return]
     decoded = backend.expand(unpack_frame_body(header, body, frame_index, first_block))
     if crc32(decoded) != header.content_crc:
         raise faults.content_crc(frame_index)
@@ -268,7 +271,7 @@ def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int],
         return -1
     if not backend.compiled():
         return -1
-    kernels = backend.frame_kernels()[2]
+    kernels = backend.kernel("stream")
     raw = np.frombuffer(buf, dtype=np.uint8)
     if kernels.plan_stream(raw) != size:  # no room before every frame passed the reader's first checks
         return -1

@@ -38,11 +38,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..container.codec import encode_frame, run_engine
-from ..core.engine import EncodedBlocks, batch_edges
 from ..core.params import Params
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+
+    from ..core.engine import EncodedBlocks
 
 __all__ = ["MIN_SHARE", "Finished", "FramePipeline", "resolve_threads", "share_edges"]
 
@@ -132,6 +133,8 @@ def share_edges(bounds: npt.NDArray[np.int64], workers: int) -> list[int]:
     about half a share sooner.
     """
     size = int(bounds[-1])
+    from ..core.engine import batch_edges  # (the numpy engine: not imported to decompress)
+
     batches = len(batch_edges(np.diff(bounds))) - 1
     shares = min(max(workers, batches), size // MIN_SHARE, len(bounds) - 1)
     weights = np.ones(shares)
@@ -344,6 +347,8 @@ class FramePipeline:
             self._put(_engine_job, data[bounds[a] : bounds[b]], bounds[a : b + 1] - bounds[a], params)
             for a, b in itertools.pairwise(cuts)
         ]
+        from ..core.engine import EncodedBlocks
+
         return EncodedBlocks.concatenate([self._queue.result(key) for key in keys])
 
     def _put(self, job: Callable[..., Any], data: bytes | memoryview | npt.NDArray[np.uint8], *args: Any) -> int:
