@@ -220,7 +220,7 @@ def traced_peak(tmp_path: Path, args: list[str], blocks: int) -> int:
 @pytest.mark.parametrize("args", [["-t"], ["-dc"]], ids=["test", "decompress"])
 def test_gage_decoding_memory_is_bounded_whatever_the_output_size(tmp_path: Path, args: list[str]) -> None:
     """18 KB of Gage blocks that expand to 380 MiB peak within a few MiB of 38 MiB's: memory does
-    not follow the output's size (the fixed cost, numba's own objects among them, is the same for both)."""
+    not follow the output's size (the fixed cost, the modules' own objects among them, is the same for both)."""
     assert len(ONE_MIB_BLOCK * 380) < 20_000
     small = traced_peak(tmp_path, args, 38)
     large = traced_peak(tmp_path, args, 380)

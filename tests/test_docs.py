@@ -16,7 +16,7 @@ The conventions (docs/README.md states them for writers):
   command continues onto the next line after a trailing backslash.
 * ```` ```python no-run ```` and ```` ```console no-run ```` are shown, never
   run: for what cannot run here (an hour of fuzzing, a network). Use sparingly.
-* ```` ```python requires=numba,pandas ```` (or ``console``) runs only where
+* ```` ```python requires=zarr,pandas ```` (or ``console``) runs only where
   those modules import; elsewhere the rest of that file is skipped, since later
   blocks may build on the skipped one.
 * ```` ```text ```` holds what is not code (a grammar, a formula, a layout) and

@@ -180,8 +180,8 @@ def _encode_with_escapes(
 def _pack(
     data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], enc: EncodedBlocks, esc: Escapes, content_crc: int
 ) -> bytes:
-    """The frame of the blocks *enc* encoded: ``pack_frame(_assemble(...))``. Large inputs
-    take the compiled loop (``kernels.frame``) on the compiled path: the same bytes."""
+    """The frame of the blocks *enc* encoded: ``pack_frame(_assemble(...))``, by the
+    compiled loop (``kernels.frame``) on the compiled path: the same bytes."""
     if backend.compiled():
         body, n_blocks = backend.kernel("frame").pack_frame_body(data, bounds, enc, esc, node_budget(len(data)))
         return frame_from_body(body.data, n_blocks, len(data), content_crc)

@@ -432,7 +432,7 @@ class _Scratch(Buffers):
 
 
 def expand_numpy(t: PairTables) -> npt.NDArray[np.uint8]:
-    """Decode a run of blocks without numba: in Python when it is small (``SMALL_RUN``), else with a fixed
+    """Decode a run of blocks with numpy (the reference): in Python when it is small (``SMALL_RUN``), else with a fixed
     number of numpy calls per ~64K payload bytes, and per depth level unless its code
     expansions are built in Python (``PYTHON_NODES``), about ``MERGES_PER_RUN`` merges at a time."""
     if np.count_nonzero(t.payload_len < 1) or np.count_nonzero(t.payload_len > t.orig_len):
