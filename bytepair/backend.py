@@ -164,29 +164,22 @@ def _compiled_choice() -> Choice:
 
 # The operations. Each compiled module is imported once, on its first use.
 
-MERGES_PER_STEP = 1
-"""``core.engine.encode_blocks``'s default: one merge a step, as Gage's program makes."""
-
 _modules: dict[str, ModuleType] = {}
 
 
-def _kernel(name: str) -> Any:
+def kernel(name: str) -> Any:
+    """The compiled module ``core.kernels.NAME`` (``frame``, ``decode``, ``stream``, ...),
+    imported on first use; only where :func:`compiled` is true."""
     module = _modules.get(name)
     if module is None:
         module = _modules[name] = importlib.import_module(f"bytepair.core.kernels.{name}")
     return module
 
 
-def kernel(name: str) -> Any:
-    """The compiled module ``core.kernels.NAME`` (``frame``, ``decode``, ``stream``, ...),
-    imported on first use; only where :func:`compiled` is true."""
-    return _kernel(name)
-
-
 def crc32(data: Any, value: int = 0) -> int:
     """``zlib.crc32(data, value)`` of a bytes-like object (or a uint8 array)."""
     if _compiled or (_choice is None and compiled()):
-        return int(_kernel("_crc").crc32(data, value))
+        return int(kernel("_crc").crc32(data, value))
     return zlib.crc32(data, value)
 
 
@@ -196,7 +189,7 @@ def encode_blocks(
     *,
     threshold: int,
     recycle: bool,
-    merges_per_step: int = MERGES_PER_STEP,
+    merges_per_step: int,
     max_depth: int | None = None,
 ) -> EncodedBlocks:
     """``core.engine.encode_blocks`` (without its observer and count check); blocks longer
@@ -205,7 +198,7 @@ def encode_blocks(
     from .core.engine import encode_blocks as numpy_encode_blocks
 
     if compiled() and (len(bounds) < 2 or int((bounds[1:] - bounds[:-1]).max()) <= MAX_COMPILED_BLOCK):
-        return _kernel("encode").encode_blocks(  # type: ignore[no-any-return]
+        return kernel("encode").encode_blocks(  # type: ignore[no-any-return]
             data, bounds, threshold=threshold, recycle=recycle, max_depth=max_depth, merges_per_step=merges_per_step
         )
     return numpy_encode_blocks(
@@ -216,7 +209,7 @@ def encode_blocks(
 def split_blocks(data: npt.NDArray[np.uint8], block_size: int, max_distinct: int) -> npt.NDArray[np.int64]:
     """``core.blocks.split_blocks``: the blocks' start offsets, then ``len(data)``."""
     if compiled():
-        return _kernel("prepare").split_blocks(data, block_size, max_distinct)  # type: ignore[no-any-return]
+        return kernel("prepare").split_blocks(data, block_size, max_distinct)  # type: ignore[no-any-return]
     from .core.blocks import split_blocks as numpy_split_blocks
 
     return numpy_split_blocks(data, block_size, max_distinct)
@@ -227,7 +220,7 @@ def find_escapes(
 ) -> tuple[npt.NDArray[np.uint8], Escapes]:
     """``core.escape.find_escapes``: the changed data and the escapes."""
     if compiled():
-        return _kernel("prepare").find_escapes(data, bounds, limit)  # type: ignore[no-any-return]
+        return kernel("prepare").find_escapes(data, bounds, limit)  # type: ignore[no-any-return]
     from .core.escape import find_escapes as numpy_find_escapes
 
     return numpy_find_escapes(data, bounds, limit)
@@ -238,7 +231,7 @@ def split_and_find_escapes(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], Escapes]:
     """:func:`split_blocks` then :func:`find_escapes` (one pass over the data when compiled)."""
     if compiled():
-        return _kernel("prepare").split_and_find_escapes(data, block_size, max_distinct, limit)  # type: ignore[no-any-return]
+        return kernel("prepare").split_and_find_escapes(data, block_size, max_distinct, limit)  # type: ignore[no-any-return]
     bounds = split_blocks(data, block_size, max_distinct)
     return (bounds, *find_escapes(data, bounds, limit))
 
@@ -246,7 +239,7 @@ def split_and_find_escapes(
 def expand(t: PairTables) -> npt.NDArray[np.uint8]:
     """``core.expand.expand_numpy``: a run of blocks decoded (the same bytes and errors)."""
     if compiled():
-        return _kernel("decode").expand(t)  # type: ignore[no-any-return]
+        return kernel("decode").expand(t)  # type: ignore[no-any-return]
     from .core.expand import expand_numpy
 
     return expand_numpy(t)

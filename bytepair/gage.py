@@ -152,6 +152,7 @@ def _encoded_blocks(arr: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], t
             bounds[first : last + 1] - base,
             threshold=threshold,
             recycle=False,
+            merges_per_step=1,  # Gage's program: one merge a step
             max_depth=MAX_STACK,
         )
         merge_end = np.cumsum(enc.n_merges).tolist()

@@ -224,3 +224,9 @@ def frames_each_split_task_decodes(content: bytes, pieces: Any) -> list[int]:
         counts.append(more - lo)
         lo = hi
     return counts
+
+
+def replace_kernels(patch: pytest.MonkeyPatch, **modules: Any) -> None:
+    """Make ``backend.kernel`` hand out *modules* by name (``frame=...``), the others as before."""
+    real = bytepair.backend.kernel
+    patch.setattr(bytepair.backend, "kernel", lambda name: modules[name] if name in modules else real(name))

@@ -54,6 +54,7 @@ from tests.helpers import (
     frame_size,
     gage_input,
     kernels,
+    replace_kernels,
     require_shared,
 )
 from tests.strategies import blocky_bytes
@@ -73,7 +74,7 @@ def compiled_decoding() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backend, "_choice", backend.Choice("compiled", ""))
         patch.setattr(backend, "_compiled", True)
-        patch.setattr(backend, "kernel", {"decode": decode, "stream": stream}.__getitem__)
+        replace_kernels(patch, decode=decode, stream=stream)
         yield
 
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bytepair import backend
 from bytepair.container import codec
 from bytepair.container.format import frame_from_body, pack_frame
 from bytepair.core.blocks import split_blocks
@@ -19,7 +18,7 @@ from bytepair.core.engine import EncodedBlocks, encode_blocks
 from bytepair.core.escape import Escapes, find_escapes
 from bytepair.core.expand import node_budget
 from bytepair.core.params import LEVELS, Params
-from tests.helpers import corpus_files, use_kernels
+from tests.helpers import corpus_files, replace_kernels, use_kernels
 from tests.strategies import blocky_bytes
 
 pytest.importorskip(
@@ -243,6 +242,6 @@ def test_encode_frame_takes_the_one_call(monkeypatch: pytest.MonkeyPatch) -> Non
     counted(prepare, "split_and_find_escapes")
     use_kernels("compiled", monkeypatch)
     # compression takes only the packer of the three (the decoders are tested in their files)
-    monkeypatch.setattr(backend, "kernel", {"frame": compiled}.__getitem__)
+    replace_kernels(monkeypatch, frame=compiled)
     assert [codec.encode_frame(data, LEVELS[level]) for level in (5, 7)] == want
     assert calls == ["encode_frame_body"] + ["split_and_find_escapes"] * len(LEVELS[7].cuttings())
