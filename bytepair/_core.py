@@ -8,9 +8,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import CorruptDataError, TruncatedDataError
-from .container.codec import SPARE, decode_stream
-from .container.format import MAGIC
-from .io.stream import BytePairCompressor, StreamParser, as_byte_view
+from .container.codec import SPARE, decode_compact_stream, decode_stream, encode_stream
+from .container.format import COMPACT, MAGIC
+from .core.params import resolve_params
+from .io.stream import BytePairCompressor, StreamParser, as_byte_view, one_frame
 
 __all__ = ["compress", "decompress"]
 
@@ -33,6 +34,13 @@ def compress(
     on the compiled path, worker processes on the numpy one (see docs/threads.md). The
     output is the same for every *threads*, and callers need no ``__main__`` guard.
     """
+    if threads == 1:
+        view = as_byte_view(data)
+        if one_frame(len(view)):  # the stream in one call (one kernel call on the compiled path)
+            params = resolve_params(
+                level, block_size=block_size, max_distinct=max_distinct, threshold=threshold, escape_limit=escape_limit
+            )
+            return encode_stream(view, params)
     compressor = BytePairCompressor(
         level,
         block_size=block_size,
@@ -53,6 +61,10 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     if max_length is not None and max_length < 0:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
     buf = as_byte_view(data)
+    if len(buf) > 5 and buf[5] == COMPACT:  # a small input's stream, in one call when it is whole and intact
+        small = decode_compact_stream(buf, max_length)
+        if small is not None:
+            return small
     out = _Output()
     size = decode_stream(buf, max_length, out.room)  # one intact stream, in two compiled calls
     if size >= 0:

@@ -1,6 +1,8 @@
 """Golden files: small inputs and the exact bytes bytepair writes for them.
 
-They freeze format version 2. If a change alters these bytes, either the
+They freeze format version 2, framed streams and compact ones (a stream of one
+block; ``empty``, ``one_byte``, ``random_stored`` and ``all_values`` are stored
+compact records, ``abab_t2``, ``run_of_a`` and ``escapes`` encoded ones). If a change alters these bytes, either the
 format changed: bump ``bytepair.container.format.VERSION``, document it in
 docs/FORMAT.md and regenerate with ``python -m tests.golden``; or only the
 encoder's choices changed (the same decoder reads both): move the old files to
@@ -24,7 +26,8 @@ EARLIER = GOLDEN / "earlier"
 ``one-merge-per-step`` is from before the engine merged several pairs per step,
 ``one-recycled-code-per-step`` from before it did so with recycled codes too,
 ``no-shared-symbols-per-step`` from before one step could merge pairs that share
-their right symbol."""
+their right symbol, ``framed-one-block`` from before a stream of one block was written
+in the compact form (a frame and an end record around it; docs/FORMAT.md)."""
 
 _TEXT = (
     b"Byte pair encoding replaces the most frequent pair of adjacent bytes with a byte that "

@@ -230,3 +230,23 @@ def replace_kernels(patch: pytest.MonkeyPatch, **modules: Any) -> None:
     """Make ``backend.kernel`` hand out *modules* by name (``frame=...``), the others as before."""
     real = bytepair.backend.kernel
     patch.setattr(bytepair.backend, "kernel", lambda name: modules[name] if name in modules else real(name))
+
+
+def framed(blob: bytes) -> bytes:
+    """*blob* (one stream) with a compact stream written out as the framed stream of the same
+    block: a frame and an end record around it (docs/FORMAT.md). Tests that take a stream's
+    frames apart, or edit them, get frames whatever form the writer chose."""
+    from bytepair.container import format as fmt
+
+    if blob[5] != fmt.COMPACT:
+        return blob
+    rec = fmt.compact_record(blob, fmt.STREAM_HEADER_SIZE)
+    assert rec is not None and rec.end == len(blob), "not one whole compact stream"
+    if not rec.orig_size:
+        return fmt.pack_stream_header() + fmt.pack_end(0, 0, 0)
+    body = bytes(blob[rec.start : rec.end])
+    if rec.stored:
+        size = rec.orig_size.to_bytes(2, "little")
+        body = size + size + bytes(5) + body  # a stored block: payload_len = orig_len, no merges, no escapes
+    frame = fmt.frame_from_body(body, 1, rec.orig_size, rec.content_crc)
+    return fmt.pack_stream_header() + frame + fmt.pack_end(1, rec.orig_size, rec.content_crc)

@@ -119,7 +119,9 @@ def test_error_names_the_block() -> None:
 def frames_of(blob: bytes) -> list[PairTables]:
     """The pair tables of every frame of a one-stream blob."""
     from bytepair.container.format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_body, unpack_frame_header
+    from tests.helpers import framed
 
+    blob = framed(blob)  # a compact stream as the frame it stands for
     tables: list[PairTables] = []
     pos = STREAM_HEADER_SIZE
     while blob[pos] == ord("F"):

@@ -23,10 +23,12 @@ from bytepair import BytePairError, CorruptDataError, OutputLimitError, Truncate
 from bytepair.container.codec import decode_frame
 from bytepair.container.crc import crc32_combine
 from bytepair.container.format import (
+    COMPACT,
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_FRAME,
     STREAM_HEADER_SIZE,
+    compact_record,
     pack_end,
     pack_stream_header,
     unpack_frame_header,
@@ -42,6 +44,13 @@ def frame_records(packed: bytes) -> list[tuple[int, bytes]]:
     pos = 0
     while pos < len(packed):
         pos += STREAM_HEADER_SIZE
+        if packed[pos - STREAM_HEADER_SIZE + 5] == COMPACT:  # one compact record, which counts as a frame
+            rec = compact_record(packed, pos)
+            assert rec is not None
+            if rec.orig_size:
+                records.append((rec.orig_size, packed[pos : rec.end]))
+            pos = rec.end
+            continue
         while packed[pos] == KIND_FRAME:
             header = unpack_frame_header(packed, pos, 0)
             end = pos + FRAME_HEADER_SIZE + header.body_size

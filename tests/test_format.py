@@ -22,7 +22,7 @@ from bytepair.container.format import (
     unpack_frame_header,
 )
 from tests.golden import CASES, EARLIER, GOLDEN
-from tests.helpers import assert_every_bit_flip_is_an_error, frame_size
+from tests.helpers import assert_every_bit_flip_is_an_error, frame_size, framed
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -78,7 +78,7 @@ def test_golden_files_cover_every_feature() -> None:
 
 
 def test_escape_golden_file_escapes() -> None:
-    blob = (GOLDEN / "escapes.bp").read_bytes()
+    blob = framed((GOLDEN / "escapes.bp").read_bytes())  # a compact stream, as its frame
     header = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
     body = blob[STREAM_HEADER_SIZE + FRAME_HEADER_SIZE : STREAM_HEADER_SIZE + FRAME_HEADER_SIZE + header.body_size]
     escapes = unpack_frame_body(header, body, 0, 0).escapes
@@ -87,11 +87,24 @@ def test_escape_golden_file_escapes() -> None:
 
 
 def test_stream_layout() -> None:
-    blob = bytepair.compress(b"hello hello hello hello")
+    text = b"hello hello hello hello " * 20
+    blob = bytepair.compress(text, block_size=200)  # three encoded blocks: framed
     assert blob[:4] == MAGIC and blob[4] == VERSION == 2 and blob[5] == 0
     assert blob[STREAM_HEADER_SIZE] == ord("F")
     kind, n_frames, total, crc = struct.unpack_from("<BIQI", blob, len(blob) - 21)
-    assert (chr(kind), n_frames, total, crc) == ("E", 1, 23, zlib.crc32(b"hello hello hello hello"))
+    assert (chr(kind), n_frames, total, crc) == ("E", 1, len(text), zlib.crc32(text))
+
+
+def test_compact_stream_layout() -> None:
+    text = b"hello hello hello hello " * 20
+    blob = bytepair.compress(text)  # one block: compact
+    assert blob[:4] == MAGIC and blob[4] == VERSION == 2 and blob[5] == 1
+    crc, kind = struct.unpack_from("<IB", blob, STREAM_HEADER_SIZE)
+    assert (crc, kind) == (zlib.crc32(text), 1)  # encoded
+    orig_len, payload_len = struct.unpack_from("<HH", blob, STREAM_HEADER_SIZE + 5)
+    assert orig_len == len(text) and payload_len < len(text)
+    stored = bytepair.compress(b"abc")
+    assert stored[STREAM_HEADER_SIZE:] == struct.pack("<IBB", zlib.crc32(b"abc"), 0, 3) + b"abc"
 
 
 def test_code_sets_choose_the_cheaper_form() -> None:
@@ -211,7 +224,7 @@ def test_other_versions_are_refused(version: int) -> None:
 
 
 def test_oversized_declared_frame_is_refused_before_reading_it() -> None:
-    blob = bytearray(bytepair.compress(b"abc" * 100))
+    blob = bytearray(framed(bytepair.compress(b"abc" * 100)))
     struct.pack_into("<I", blob, STREAM_HEADER_SIZE + 5, 1 << 30)  # orig_size
     with pytest.raises(CorruptDataError, match="out of range"):
         bytepair.decompress(bytes(blob))

@@ -29,7 +29,7 @@ from tests.fuzz import container as C
 from tests.fuzz import crafted as K
 from tests.fuzz.seeds import _recycling, _scattered
 from tests.fuzz.targets import Cli, _BytePairFile, _decompress_range
-from tests.helpers import TESTDATA, assert_every_bit_flip_is_an_error, frame_size
+from tests.helpers import TESTDATA, assert_every_bit_flip_is_an_error, frame_size, framed
 
 try:
     from bytepair import gage
@@ -126,7 +126,7 @@ def featured_streams() -> list[tuple[bytes, bytes]]:
     assert _features(blob) == {"recycled", "bitmap"}
     assert sum(r.kind == "frame" for r in C.records(blob)) >= 2
     text = _rare_bytes_text()
-    escaping = bytepair.compress(text)
+    escaping = framed(bytepair.compress(text))  # one block, written framed (compact ones: test_compact.py)
     assert _features(escaping) == {"escapes"}
     assert bytepair.decompress(blob + escaping) == data + text
     return [(blob, data), (escaping, text)]

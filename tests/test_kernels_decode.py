@@ -52,6 +52,7 @@ from tests.helpers import (
     GAGE_VECTORS,
     TESTDATA,
     frame_size,
+    framed,
     gage_input,
     kernels,
     replace_kernels,
@@ -388,7 +389,7 @@ def test_content_crc_is_still_checked() -> None:
 def test_both_crcs_are_checked_in_the_kernels() -> None:
     """The kernels check both CRCs (``_crc``, on any CPU): the numpy path's bytes and messages."""
     for data in (b"x", b"hello world, hello world, hello world" * 100, bytes(range(256)) * 40):
-        blob = bytepair.compress(data)
+        blob = framed(bytepair.compress(data))  # the frame a compact stream stands for
         assert streams_agree(blob, message=True) == data
         frame = 8
         damaged = bytearray(blob)
@@ -477,7 +478,7 @@ def test_frames_decode_into_a_given_output(mode: str) -> None:
     from bytepair.container.format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, unpack_frame_header
 
     data = b"spare bytes after the frame " * 300
-    blob = bytepair.compress(data)
+    blob = framed(bytepair.compress(data))  # the frame a compact stream stands for
     header = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
     body = blob[STREAM_HEADER_SIZE + FRAME_HEADER_SIZE :][: header.body_size]
     out = np.full(len(data) + codec.SPARE + 5, 7, dtype=np.uint8)
@@ -502,7 +503,7 @@ def test_a_frame_whose_blocks_do_not_add_up_gets_no_output(mode: str) -> None:
     from bytepair.container.format import FRAME_HEADER_SIZE, STREAM_HEADER_SIZE, FrameHeader, unpack_frame_header
 
     data = b"claims more than it holds " * 40
-    blob = bytepair.compress(data)
+    blob = framed(bytepair.compress(data))  # the frame a compact stream stands for
     real = unpack_frame_header(blob, STREAM_HEADER_SIZE, 0)
     body = blob[STREAM_HEADER_SIZE + FRAME_HEADER_SIZE :][: real.body_size]
     claimed = 1 << 26

@@ -25,7 +25,7 @@ import bytepair
 from bytepair.container import codec, crc
 from bytepair.container.format import END_SIZE, pack_end, pack_frame, pack_stream_header
 from bytepair.core.kernels import stream
-from tests.helpers import frame_size, kernels
+from tests.helpers import frame_size, framed, kernels
 from tests.strategies import blocky_bytes
 from tests.test_expand import one_block
 from tests.test_kernels_decode import compiled_decoding
@@ -38,9 +38,11 @@ def compiled_path() -> Iterator[None]:
 
 
 def compress(data: bytes, **options: Any) -> bytes:
-    """``bytepair.compress`` on the numpy path (the compiled encoder need not be built)."""
+    """``bytepair.compress`` on the numpy path (the compiled encoder need not be built), a
+    stream of one block written framed: the kernels here read framed streams (a compact one
+    is ``decode_compact``'s, tested in ``test_compact.py``)."""
     with kernels("numpy"):
-        return bytepair.compress(data, **options)
+        return framed(bytepair.compress(data, **options))
 
 
 class Room:

@@ -34,7 +34,7 @@ from bytepair import (
     UnsupportedFormatError,
 )
 from bytepair.container.format import END_SIZE
-from tests.helpers import frame_size
+from tests.helpers import frame_size, framed
 
 INPUT = b"".join(
     b"-rw-r--r-- 1 user users %6d 2012-02-%02d 14:%02d file_%04d.%s\n"
@@ -177,8 +177,11 @@ def test_read_incomplete() -> None:
 
 
 def test_read_truncated() -> None:
-    """test_lzma test_read_truncated / test_bz2 test_read_truncated: the end record dropped."""
-    truncated = COMPRESSED[:-END_SIZE]
+    """test_lzma test_read_truncated / test_bz2 test_read_truncated: the end record dropped
+    (of the same block framed: a compact stream has none), or a compact stream's last byte."""
+    with BytePairFile(io.BytesIO(COMPRESSED[:-1])) as f, pytest.raises(EOFError):
+        f.read()
+    truncated = framed(COMPRESSED)[:-END_SIZE]
     with BytePairFile(io.BytesIO(truncated)) as f, pytest.raises(EOFError):
         f.read()
     with BytePairFile(io.BytesIO(truncated)) as f:

@@ -23,18 +23,32 @@ from .format import (
     BLOCK_HEADER_SIZE,
     END_SIZE,
     KIND_END,
+    MAX_COMPACT_SIZE,
     STREAM_HEADER_SIZE,
+    CompactRecord,
     FrameHeader,
     code_set_sizes,
     frame_from_body,
+    one_frame_stream,
     pack_frame,
+    unpack_compact,
     unpack_frame_body,
 )
 
 if TYPE_CHECKING:  # the numpy engine is imported by the numpy path only (start-up)
     from ..core.engine import EncodedBlocks
 
-__all__ = ["FRAME_SIZE", "SPARE", "block_costs", "decode_frame", "decode_stream", "encode_frame"]
+__all__ = [
+    "FRAME_SIZE",
+    "SPARE",
+    "block_costs",
+    "decode_compact",
+    "decode_compact_stream",
+    "decode_frame",
+    "decode_stream",
+    "encode_frame",
+    "encode_stream",
+]
 
 FRAME_SIZE = 1 << 21
 """Original bytes per frame. Large enough that the decoder's fixed cost per frame
@@ -218,6 +232,18 @@ def encode_frame(data: npt.NDArray[np.uint8], params: Params, engine: EngineRunn
     return best, content_crc
 
 
+def encode_stream(data: memoryview, params: Params) -> bytes:
+    """The whole stream of *data* (at most ``FRAME_SIZE`` bytes): what ``BytePairCompressor``
+    writes for it, compact when it is one block (``format.one_frame_stream``). On the
+    compiled path, a level of one cutting without the escape trial is one kernel call."""
+    if not len(data):
+        return one_frame_stream(None)
+    array = np.frombuffer(data, dtype=np.uint8)
+    if not params.trials and not params.escape_trial and backend.compiled():
+        return backend.kernel("frame").encode_stream(array, params, node_budget(len(data)))  # type: ignore[no-any-return]
+    return one_frame_stream(encode_frame(array, params)[0])
+
+
 def decode_frame(
     header: FrameHeader,
     body: bytes | memoryview,
@@ -242,6 +268,31 @@ def decode_frame(
     out = into(len(decoded))
     out[: len(decoded)] = decoded
     return out[: len(decoded)]
+
+
+def decode_compact(
+    rec: CompactRecord, buf: bytes | memoryview, into: Callable[[int], npt.NDArray[np.uint8]] | None = None
+) -> npt.NDArray[np.uint8]:
+    """Decode and verify a compact record (``format.compact_record``; *buf* holds it whole),
+    as ``decode_frame`` does a frame: the same errors, its frame number 0."""
+    if not rec.stored:
+        return decode_frame(unpack_compact(rec, buf), buf[rec.start : rec.end], 0, 0, into)
+    data = np.frombuffer(buf, dtype=np.uint8, count=rec.orig_size, offset=rec.start)
+    if crc32(data) != rec.content_crc:
+        raise faults.content_crc(0)
+    out = into(rec.orig_size) if into is not None else np.empty(rec.orig_size, dtype=np.uint8)
+    out[: rec.orig_size] = data
+    return out[: rec.orig_size]
+
+
+def decode_compact_stream(buf: memoryview, max_length: int | None) -> bytes | None:
+    """*buf*'s bytes in one compiled call when it is exactly one intact compact stream of at
+    most *max_length* bytes; else None, for the caller's reader (``io.stream.StreamParser``)
+    to decode it or say what is wrong. None on the numpy path."""
+    if not backend.compiled():
+        return None
+    limit = -1 if max_length is None else min(max_length, MAX_COMPACT_SIZE)  # a record holds no more
+    return backend.kernel("stream").decode_compact(buf, limit)  # type: ignore[no-any-return]
 
 
 MOST_PER_BYTE = 4096

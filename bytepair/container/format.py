@@ -24,24 +24,36 @@ from .crc import crc32, crc32_combine
 
 __all__ = [
     "BLOCK_HEADER_SIZE",
+    "COMPACT",
+    "COMPACT_ENCODED",
+    "COMPACT_PEEK",
+    "COMPACT_STORED",
     "END_SIZE",
     "FRAME_HEADER_SIZE",
     "KIND_END",
     "KIND_FRAME",
     "MAGIC",
+    "MAX_COMPACT_SIZE",
     "MAX_FRAME_SIZE",
+    "NO_FRAME_CRC",
     "STREAM_HEADER_SIZE",
     "VERSION",
+    "CompactRecord",
     "FrameHeader",
     "StreamEnd",
     "code_set_sizes",
+    "compact_from_frame",
+    "compact_record",
+    "compact_stored",
     "frame_from_body",
     "max_body_size",
     "need",
+    "one_frame_stream",
     "pack_code_sets",
     "pack_end",
     "pack_frame",
     "pack_stream_header",
+    "unpack_compact",
     "unpack_end",
     "unpack_frame_body",
     "unpack_frame_header",
@@ -124,13 +136,14 @@ def _check16(data: bytes) -> int:
     return zlib.crc32(data) & 0xFFFF
 
 
-def pack_stream_header() -> bytes:
-    head = _STREAM_HEADER.pack(MAGIC, VERSION, 0, 0)[:-2]
+def pack_stream_header(flags: int = 0) -> bytes:
+    head = _STREAM_HEADER.pack(MAGIC, VERSION, flags, 0)[:-2]
     return head + struct.pack("<H", _check16(head))
 
 
-def unpack_stream_header(buf: bytes | memoryview, offset: int = 0) -> None:
-    """Validate the stream header at *offset* (the caller ensures the bytes are there)."""
+def unpack_stream_header(buf: bytes | memoryview, offset: int = 0) -> int:
+    """Validate the stream header at *offset* (the caller ensures the bytes are there);
+    returns its flags (0, or ``COMPACT``)."""
     magic, version, flags, check = _STREAM_HEADER.unpack_from(buf, offset)
     if magic != MAGIC:
         raise UnsupportedFormatError(f"not a bytepair stream (bad magic number at byte {offset})")
@@ -138,10 +151,11 @@ def unpack_stream_header(buf: bytes | memoryview, offset: int = 0) -> None:
         raise UnsupportedFormatError(
             f"bytepair format version {version} is not supported (this reader knows {VERSION})"
         )
-    if flags != 0:
-        raise UnsupportedFormatError(f"stream header at byte {offset} sets unknown flags {flags:#04x}")
     if check != zlib.crc32(buf[offset : offset + 6]) & 0xFFFF:
         raise CorruptDataError(f"stream header at byte {offset} fails its check")
+    if flags not in (0, COMPACT):
+        raise UnsupportedFormatError(f"stream header at byte {offset} sets unknown flags {flags:#04x}")
+    return int(flags)
 
 
 def max_body_size(n_blocks: int, orig_size: int) -> int:
@@ -358,7 +372,7 @@ def frame_from_body(body: bytes | memoryview, n_blocks: int, orig_size: int, con
 def unpack_frame_body(h: FrameHeader, body: bytes | memoryview, frame_index: int, first_block: int) -> PairTables:
     """Check a frame's body against its header and CRC, and split it into columns."""
     where = f"frame {frame_index}"
-    if crc32(body, zlib.crc32(h.header)) != h.frame_crc:
+    if h.frame_crc != NO_FRAME_CRC and crc32(body, zlib.crc32(h.header)) != h.frame_crc:
         raise CorruptDataError(f"{where}: compressed data is corrupt (frame checksum mismatch)")
     nb = h.n_blocks
     raw = np.frombuffer(body, dtype=np.uint8)
@@ -442,3 +456,105 @@ def need(buf: bytes | memoryview, offset: int, size: int, what: str) -> None:
         raise TruncatedDataError(
             f"data ends inside the {what} at byte {offset} (needs {size} bytes, has {len(buf) - offset})"
         )
+
+
+# -- the compact form: a stream of one block --------------------------------------------------
+
+COMPACT = 0x01
+"""The stream header flag of a compact stream: after the header comes one compact record
+(a block stored or encoded, and the content's CRC-32), and nothing else of the stream.
+A small input's whole overhead is 14 to 16 bytes where a framed stream takes 59."""
+COMPACT_STORED = 0x00
+COMPACT_ENCODED = 0x01
+MAX_COMPACT_SIZE = 0xFFFF
+"""The most original bytes a compact record holds: one block's."""
+_COMPACT_HEAD = struct.Struct("<IB")  # content_crc, kind
+_BLOCK_HEADER = struct.Struct("<HHBBBH")  # orig_len, payload_len, n_fresh, n_recycled, code-set kind, n_escaped
+COMPACT_PEEK = _COMPACT_HEAD.size + BLOCK_HEADER_SIZE
+"""Bytes of a compact record that tell its size (a stored one's needs 8 at most)."""
+_COMPACT_STREAM_HEADER = pack_stream_header(COMPACT)
+
+
+class CompactRecord(NamedTuple):
+    """A compact record's fields, read from its first bytes."""
+
+    content_crc: int
+    stored: bool
+    orig_size: int
+    start: int  # offset of the stored data or of the encoded block's body
+    end: int  # offset of the first byte after the record
+
+
+def compact_record(buf: bytes | memoryview, offset: int) -> CompactRecord | None:
+    """The compact record at *offset* (just after its stream header), from its first bytes
+    (``COMPACT_PEEK`` of them always suffice); None when *buf* ends before its size can be
+    told. Raises ``CorruptDataError`` for a kind or a size no writer makes."""
+    at = offset + _COMPACT_HEAD.size
+    if len(buf) <= at:
+        return None
+    content_crc, kind = _COMPACT_HEAD.unpack_from(buf, offset)
+    if kind == COMPACT_STORED:
+        size = 0
+        for i in range(3):  # LEB128, least significant group first, shortest form
+            if at + i >= len(buf):
+                return None
+            byte = buf[at + i]
+            size |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                break
+        if byte & 0x80 or (i and not byte) or size > MAX_COMPACT_SIZE:
+            raise CorruptDataError(f"compact record at byte {offset}: its size is not one a writer makes")
+        return CompactRecord(content_crc, True, size, at + i + 1, at + i + 1 + size)
+    if kind == COMPACT_ENCODED:
+        if len(buf) - at < BLOCK_HEADER_SIZE:
+            return None
+        orig_len, payload_len, n_fresh, n_recycled, set_kind, n_escaped = _BLOCK_HEADER.unpack_from(buf, at)
+        set_size = 32 if set_kind == CODE_SET_BITMAP else 2 * set_kind
+        body = BLOCK_HEADER_SIZE + set_size + (n_escaped > 0) + 2 * n_fresh + 3 * n_recycled + n_escaped + payload_len
+        return CompactRecord(content_crc, False, orig_len, at, at + body)
+    raise CorruptDataError(f"compact record at byte {offset}: unknown kind {kind:#04x}")
+
+
+def unpack_compact(rec: CompactRecord, buf: bytes | memoryview) -> FrameHeader:
+    """The header of the one-block frame an encoded compact record's body is (its body is
+    ``buf[rec.start:rec.end]``): no frame CRC (``NO_FRAME_CRC``), the content's CRC-32 checks it all."""
+    return FrameHeader(1, rec.orig_size, rec.end - rec.start, rec.content_crc, NO_FRAME_CRC, b"")
+
+
+NO_FRAME_CRC = -1
+"""A ``FrameHeader.frame_crc`` that is not checked: a compact record's body has none."""
+
+
+def compact_stored(data: bytes | memoryview, content_crc: int) -> bytes:
+    """A compact stream holding *data* (at most ``MAX_COMPACT_SIZE`` bytes) as it is."""
+    size = len(data)
+    varint = bytearray()
+    while size >= 0x80:
+        varint.append(size & 0x7F | 0x80)
+        size >>= 7
+    varint.append(size)
+    return b"".join((_COMPACT_STREAM_HEADER, _COMPACT_HEAD.pack(content_crc, COMPACT_STORED), varint, data))
+
+
+def compact_from_frame(frame: bytes | memoryview) -> bytes:
+    """The compact stream of a frame of one block (as ``frame_from_body`` makes it)."""
+    view = memoryview(frame)
+    _kind, n_blocks, _orig_size, _body_size, content_crc = _FRAME_HEADER.unpack_from(view, 0)
+    if n_blocks != 1:
+        raise ValueError("compact_from_frame takes a frame of one block")
+    body = view[FRAME_HEADER_SIZE:]
+    _, _, n_fresh, n_recycled, _, n_escaped = _BLOCK_HEADER.unpack_from(body, 0)
+    if n_fresh == n_recycled == n_escaped == 0:  # stored: its payload is its data
+        return compact_stored(body[BLOCK_HEADER_SIZE:], content_crc)
+    return b"".join((_COMPACT_STREAM_HEADER, _COMPACT_HEAD.pack(content_crc, COMPACT_ENCODED), body))
+
+
+def one_frame_stream(frame: bytes | None) -> bytes:
+    """The whole stream of one frame (or of none, for the empty input): compact when the
+    frame is one block, else framed."""
+    if frame is None:
+        return compact_stored(b"", 0)
+    if int.from_bytes(frame[1:5], "little") == 1:
+        return compact_from_frame(frame)
+    _kind, _n_blocks, orig_size, _body_size, content_crc = _FRAME_HEADER.unpack_from(frame, 0)
+    return b"".join((pack_stream_header(), frame, pack_end(1, orig_size, content_crc)))

@@ -18,6 +18,7 @@ from typing import BinaryIO, TypeVar
 from .._errors import BytePairError, CorruptDataError, TruncatedDataError, UnsupportedFormatError
 from .crc import crc32_combine
 from .format import (
+    COMPACT,
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_END,
@@ -25,6 +26,7 @@ from .format import (
     MAGIC,
     STREAM_HEADER_SIZE,
     StreamTally,
+    compact_record,
     unpack_end,
     unpack_frame_header,
     unpack_stream_header,
@@ -63,6 +65,7 @@ class FrameEntry:
     original_size: int
     index: int  # its number within its stream, as error messages name it
     first_block: int  # the number of its first block within its stream (for messages too)
+    compact: bool = False  # the record is a compact stream's (``format.compact_record``), not a frame
 
 
 class _Reader:
@@ -163,8 +166,8 @@ def list_streams(f: BinaryIO, on_frame: Callable[[FrameEntry], object] | None = 
             raise CorruptDataError(f"data after the end of the stream at byte {start} is not a bytepair stream")
         if len(head) < STREAM_HEADER_SIZE:
             raise TruncatedDataError(f"data ends inside the stream header at byte {start}")
-        _at(start, partial(unpack_stream_header, head))
-        stream = _walk_records(r, on_frame, size)
+        compact = _at(start, partial(unpack_stream_header, head)) == COMPACT
+        stream = _compact_record(r, on_frame, size) if compact else _walk_records(r, on_frame, size)
         frames += stream.n_frames
         blocks += stream.n_blocks
         crc = crc32_combine(crc, stream.crc, stream.size)
@@ -197,3 +200,18 @@ def _walk_records(r: _Reader, on_frame: Callable[[FrameEntry], object] | None, b
             return tally
         else:
             raise CorruptDataError(f"unknown record kind {kind:#04x} at byte {pos} (after frame {frames - 1})")
+
+
+def _compact_record(r: _Reader, on_frame: Callable[[FrameEntry], object] | None, before: int) -> StreamTally:
+    """A compact stream's record, as one frame of one block; *before* original bytes precede it."""
+    pos = r.offset
+    head = r.exact(6, "compact record")  # its CRC, its kind and the first byte that says its size
+    while (rec := _at(pos, partial(compact_record, head, 0))) is None:
+        head += r.exact(1, "compact record")  # read no further than the record: another stream may follow
+    r.skip(rec.end - len(head), "compact record")
+    tally = StreamTally()
+    if rec.orig_size:  # an empty compact stream, as an empty framed one, has no frame
+        if on_frame is not None:
+            on_frame(FrameEntry(pos, rec.end, before, rec.orig_size, 0, 0, compact=True))
+        tally.add(rec.orig_size, rec.content_crc, 1)
+    return tally

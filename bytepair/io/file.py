@@ -25,20 +25,24 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
-from ..container.codec import decode_frame
+from ..container.codec import decode_compact, decode_frame
 from ..container.format import (
+    COMPACT,
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_END,
     KIND_FRAME,
     MAGIC,
     STREAM_HEADER_SIZE,
+    CompactRecord,
     FrameHeader,
     StreamTally,
+    compact_record,
     unpack_end,
     unpack_frame_header,
     unpack_stream_header,
 )
+from ..core import faults
 from .stream import BytePairCompressor, _Busy, as_byte_view, refuse_pickling
 
 if TYPE_CHECKING:
@@ -155,12 +159,14 @@ class _FrameMap:
         self._numbers = array("q")  # frame number within its stream (for messages)
         self._first_blocks = array("q")  # number of its first block within its stream (for messages)
         self._headers = bytearray()  # each frame's header as read, parsed again to decode it
+        self._compact: dict[int, tuple[CompactRecord, bytes]] = {}  # compact records: their fields, first bytes
         self.size = 0
         """Original bytes mapped so far."""
         self.complete = False
         """True once the data has ended and its end has been checked."""
         self._at = 0  # offset of the next record
         self._in_stream = False
+        self._compact_stream = False
         self._streams = 0
         self._stream_at = 0
         self._tally = StreamTally()
@@ -182,6 +188,9 @@ class _FrameMap:
             if not self._in_stream:
                 self._begin_stream()
                 continue
+            if self._compact_stream:
+                self._add_compact()
+                return True
             kind = bytes(self._source.read(self._at, 1))
             if not kind:
                 raise TruncatedDataError(
@@ -215,6 +224,15 @@ class _FrameMap:
     def decode(self, i: int) -> npt.NDArray[np.uint8]:
         """Read, check and decode frame *i* (which must be mapped)."""
         number, first_block, at = self._numbers[i], self._first_blocks[i], self._bodies[i]
+        compact = self._compact.get(i)
+        if compact is not None:
+            rec, head = compact
+            record = head + bytes(self._source.read(at + len(head), rec.end - len(head)))
+            if len(record) < rec.end:
+                raise TruncatedDataError(
+                    f"data ends inside the compact record at byte {at} (needs {rec.end} bytes, has {len(record)})"
+                )
+            return decode_compact(rec, record)
         raw = bytes(self._headers[i * FRAME_HEADER_SIZE : (i + 1) * FRAME_HEADER_SIZE])
         header = unpack_frame_header(raw, 0, number)  # checked when mapped: cannot fail
         body = self._source.read(at, header.body_size)
@@ -242,7 +260,7 @@ class _FrameMap:
                 f"data ends inside the stream header at byte {at} (needs {STREAM_HEADER_SIZE} bytes, has {len(head)})"
             )
         try:
-            unpack_stream_header(head, 0)
+            self._compact_stream = unpack_stream_header(head, 0) == COMPACT
         except BytePairError as exc:
             raise _moved(exc, at) from None
         self._streams += 1
@@ -274,6 +292,34 @@ class _FrameMap:
         self.size += header.orig_size
         tally.add_header(header)
         self._at += FRAME_HEADER_SIZE + header.body_size
+
+    def _add_compact(self) -> None:
+        """Map a compact stream's record as a frame (from its first bytes, read no further than
+        the record: a pipe cannot go back), and end the stream."""
+        at, tally = self._at, self._tally
+        head = bytes(self._source.read(at, 6))  # its CRC, its kind and the first byte that says its size
+        try:
+            while (rec := compact_record(head, 0)) is None:
+                more = bytes(self._source.read(at + len(head), 1)) if len(head) >= 6 else b""
+                if not more:
+                    raise TruncatedDataError(f"data ends inside the compact record at byte {at}")
+                head += more
+        except BytePairError as exc:
+            raise _moved(exc, at) from None
+        self._at = at + rec.end
+        self._in_stream = False
+        tally.add(rec.orig_size, rec.content_crc, 1)
+        if not rec.orig_size:  # an empty stream: no frame (its CRC is that of nothing; checked here)
+            if rec.content_crc:
+                raise faults.content_crc(0)
+            return
+        self._compact[len(self._starts)] = (rec, head)
+        self._starts.append(self.size)
+        self._bodies.append(at)
+        self._numbers.append(0)
+        self._first_blocks.append(0)
+        self._headers += bytes(FRAME_HEADER_SIZE)  # keeps the frames' headers in step
+        self.size += rec.orig_size
 
     def _end_stream(self, kind: bytes) -> None:
         raw = self._record(kind, END_SIZE, "end record")

@@ -16,14 +16,17 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import CorruptDataError, OutputLimitError
-from ..container.codec import FRAME_SIZE, decode_frame
+from ..container.codec import FRAME_SIZE, decode_compact, decode_frame
 from ..container.format import (
+    COMPACT,
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_END,
     KIND_FRAME,
     STREAM_HEADER_SIZE,
     StreamTally,
+    compact_record,
+    one_frame_stream,
     pack_stream_header,
     unpack_end,
     unpack_frame_header,
@@ -32,7 +35,7 @@ from ..container.format import (
 from ..core.params import resolve_params
 from .parallel import Finished, FramePipeline
 
-__all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view"]
+__all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view", "one_frame"]
 
 _STREAM_HEADER = pack_stream_header()
 """Every stream's first bytes: packed once (about 10 us a stream, cold)."""
@@ -47,6 +50,11 @@ def as_byte_view(data: object) -> memoryview:
     if not view.c_contiguous:
         raise ValueError("data must be a C-contiguous buffer")
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def one_frame(size: int) -> bool:
+    """Whether *size* input bytes make one of the compressor's frames (or none)."""
+    return size <= FRAME_SIZE
 
 
 def refuse_pickling(obj: object) -> NoReturn:
@@ -86,6 +94,7 @@ class StreamParser:
     def __init__(self, max_length: int | None = None) -> None:
         self.max_length = max_length
         self.header_read = False
+        self.compact = False  # the stream is one compact record (its header says)
         self.done = False
         self.tally = StreamTally()
         self.produced_before = 0  # output of earlier streams, counted against max_length
@@ -100,27 +109,33 @@ class StreamParser:
             if not self.header_read:
                 if len(buf) - pos < STREAM_HEADER_SIZE:
                     return
-                unpack_stream_header(buf, pos)
+                self.compact = unpack_stream_header(buf, pos) == COMPACT
                 pos += STREAM_HEADER_SIZE
                 self.header_read = True
                 yield pos, _NOTHING
                 continue
+            tally = self.tally
+            if self.compact:
+                rec = compact_record(buf, pos)
+                if rec is None:
+                    return
+                self._check_limit(rec.orig_size)
+                if len(buf) < rec.end:
+                    return
+                out = decode_compact(rec, buf, into)
+                tally.add(rec.orig_size, rec.content_crc, 1)
+                self.done = True
+                yield rec.end, out
+                return
             if len(buf) - pos < 1:
                 return
             kind = buf[pos]
-            tally = self.tally
             if kind == KIND_FRAME:
                 if len(buf) - pos < FRAME_HEADER_SIZE:
                     return
                 header = unpack_frame_header(buf, pos, tally.n_frames)
                 end = pos + FRAME_HEADER_SIZE + header.body_size
-                if self.max_length is not None and (
-                    self.produced_before + tally.size + header.orig_size > self.max_length
-                ):
-                    raise OutputLimitError(
-                        f"output would exceed max_length={self.max_length} bytes (frame {tally.n_frames} "
-                        f"declares {header.orig_size} more after {self.produced_before + tally.size})"
-                    )
+                self._check_limit(header.orig_size)
                 if len(buf) < end:
                     return
                 out = decode_frame(
@@ -145,6 +160,15 @@ class StreamParser:
                 raise CorruptDataError(
                     f"unknown record kind {kind:#04x} at byte {pos} (after frame {tally.n_frames - 1})"
                 )
+
+    def _check_limit(self, orig_size: int) -> None:
+        """Raise ``OutputLimitError`` before a frame of *orig_size* bytes takes the output past the limit."""
+        before = self.produced_before + self.tally.size
+        if self.max_length is not None and before + orig_size > self.max_length:
+            raise OutputLimitError(
+                f"output would exceed max_length={self.max_length} bytes (frame {self.tally.n_frames} "
+                f"declares {orig_size} more after {before})"
+            )
 
 
 _NOTHING = np.zeros(0, dtype=np.uint8)
@@ -222,7 +246,10 @@ class BytePairCompressor:
             ) from self._failed
 
     def _compress(self, view: memoryview) -> bytes:
-        parts = [self._header()]
+        if not self._started and len(self._pending) + len(view) <= FRAME_SIZE:
+            self._pending += view  # all of it may yet be one frame, or one compact block: wait and see
+            return b""
+        parts: list[bytes] = []
         if self._pending or len(view) < FRAME_SIZE:
             self._pending += view
             view = memoryview(b"")
@@ -235,6 +262,8 @@ class BytePairCompressor:
         for lo in range(0, whole, FRAME_SIZE):
             parts += self._counted(self._frames.add(view[lo : lo + FRAME_SIZE]))
         self._pending += view[whole:]
+        if parts:  # the header goes out with the first frame: a stream of one block may yet be compact
+            parts.insert(0, self._header())
         return b"".join(parts)
 
     def _compress_once(self, data: object) -> bytes:
@@ -262,10 +291,14 @@ class BytePairCompressor:
         frames, then its end. A failure is kept: the compressor is unusable after it."""
         self._finished = True
         try:
-            parts = [self._header()]
+            parts = []
             for piece in pieces[:-1]:  # views of the input, or bytes of our own: alive until finish returns
                 parts += self._counted(self._frames.add(piece, borrowed=True))
             parts += self._counted(self._frames.finish(pieces[-1] if pieces else None))
+            if not self._started and len(parts) <= 1:  # the whole stream is at most one frame: maybe compact
+                self._started = True
+                return one_frame_stream(parts[0] if parts else None)
+            parts.insert(0, self._header())
             parts.append(self._tally.pack_end())
             return b"".join(parts)
         except BaseException as exc:

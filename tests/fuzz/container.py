@@ -22,6 +22,7 @@ KIND_FRAME = 0x46
 KIND_END = 0x45
 BITMAP = 0xFF
 MAX_FRAME_SIZE = 1 << 26
+COMPACT = 0x01  # stream header flag: one compact record follows
 
 _FRAME = struct.Struct("<BIIII")
 _END = struct.Struct("<BIQI")
@@ -179,7 +180,7 @@ def parse_frame(buf: bytes, pos: int) -> tuple[Frame, int]:
 
 @dataclasses.dataclass
 class Record:
-    kind: str  # "header", "frame", "end"
+    kind: str  # "header", "frame", "end", "compact"
     start: int
     end: int
 
@@ -191,6 +192,13 @@ def records(buf: bytes) -> list[Record]:
     while pos + STREAM_HEADER_SIZE <= len(buf) and buf.startswith(MAGIC, pos):
         out.append(Record("header", pos, pos + STREAM_HEADER_SIZE))
         pos += STREAM_HEADER_SIZE
+        if buf[pos - 3] == COMPACT:
+            found = compact_size(buf, pos)
+            if found is None:
+                return out
+            out.append(Record("compact", pos, found[1]))
+            pos = found[1]
+            continue
         while pos < len(buf):
             if buf[pos] == KIND_FRAME and pos + FRAME_HEADER_SIZE <= len(buf):
                 (body_size,) = struct.unpack_from("<I", buf, pos + 9)
@@ -206,6 +214,29 @@ def records(buf: bytes) -> list[Record]:
     return out
 
 
+def compact_size(buf: bytes, pos: int) -> tuple[int, int] | None:
+    """(original size, end) of the compact record at *pos*, from its own fields as
+    docs/FORMAT.md gives them; None when they cannot be read."""
+    if pos + 6 > len(buf):
+        return None
+    kind = buf[pos + 4]
+    at = pos + 5
+    if kind == 0:
+        size = 0
+        for i in range(3):
+            if at + i >= len(buf):
+                return None
+            size |= (buf[at + i] & 0x7F) << (7 * i)
+            if not buf[at + i] & 0x80:
+                return size, at + i + 1 + size
+        return None
+    if kind == 1 and at + PER_BLOCK <= len(buf):
+        orig, payload, fresh, recycled, code_set, escaped = struct.unpack_from("<HHBBBH", buf, at)
+        body = PER_BLOCK + code_set_size(code_set) + (escaped > 0) + 2 * fresh + 3 * recycled + escaped + payload
+        return orig, at + body
+    return None
+
+
 def declared_output(buf: bytes, max_length: int | None = None) -> int:
     """What the frame headers a reader would accept declare, as a reader walks them
     (without CRCs); at most *max_length*. Bounds the memory a decoder may use."""
@@ -214,6 +245,12 @@ def declared_output(buf: bytes, max_length: int | None = None) -> int:
     while pos < len(buf):
         if buf.startswith(MAGIC, pos):
             pos += STREAM_HEADER_SIZE
+            if pos <= len(buf) and buf[pos - 3] == COMPACT:
+                found = compact_size(buf, pos)
+                if found is None:
+                    break
+                total += found[0]
+                pos = found[1]
             continue
         if buf[pos] == KIND_FRAME and pos + FRAME_HEADER_SIZE <= len(buf):
             _, nb, orig, body, _ = _FRAME.unpack_from(buf, pos)

@@ -282,7 +282,7 @@ def end_edit(rng: random.Random, seed: Seed, pool: list[Seed]) -> Mutant:
     if rng.random() < 0.25 and heads:  # a stream header with another version or flags, its check fixed
         i = rng.choice(heads)
         v = C.VERSION
-        version, flags = rng.choice(((v - 1, 0), (v + 1, 0), (0, 0), (v, 1), (v, 0x80), (255, 255)))
+        version, flags = rng.choice(((v - 1, 0), (v + 1, 0), (0, 0), (v, 2), (v, 0x80), (255, 255)))
         return Mutant(
             _join(data, recs, {i: C.stream_header(version, flags)}),
             f"stream header v{version} f{flags}",
@@ -891,7 +891,7 @@ def _finish_crafted(
             n_frames += 1
             total += frame.orig_size
             crc = zlib.crc32(content, crc)
-        else:
+        elif rec.kind == "end":
             parts[i] = C.end_record(n_frames, total, crc)
     return Mutant(_join(data, recs, parts), how + " (recrafted)", "bytepair", seed.name, None)
 

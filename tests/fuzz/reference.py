@@ -14,6 +14,7 @@ import zlib
 
 from .container import (
     BITMAP,
+    COMPACT,
     END_SIZE,
     FRAME_HEADER_SIZE,
     KIND_END,
@@ -204,11 +205,21 @@ def decode_bytepair(buf: bytes, max_length: int | None = None, out: list[bytes] 
         if len(buf) - pos < STREAM_HEADER_SIZE:
             raise Invalid("truncated stream header")
         head = buf[pos : pos + STREAM_HEADER_SIZE]
-        if head[:4] != MAGIC or head[4] != VERSION or head[5] != 0:
+        if head[:4] != MAGIC or head[4] != VERSION or head[5] not in (0, COMPACT):
             raise Invalid(f"not a version {VERSION} stream")
         if struct.unpack_from("<H", head, 6)[0] != zlib.crc32(head[:6]) & 0xFFFF:
             raise Invalid("stream header check")
         pos += STREAM_HEADER_SIZE
+        if head[5] == COMPACT:
+            content, pos = _compact_record(buf, pos, max_length, produced)
+            out.append(content)
+            produced += len(content)
+            if pos == len(buf):
+                return b"".join(out)
+            tail = buf[pos : pos + 4]
+            if tail != MAGIC[: len(tail)]:
+                raise Invalid("garbage after the stream")
+            continue
         n_frames = 0
         total = 0
         crc = 0
@@ -258,6 +269,52 @@ def decode_bytepair(buf: bytes, max_length: int | None = None, out: list[bytes] 
         tail = buf[pos : pos + 4]
         if tail != MAGIC[: len(tail)]:
             raise Invalid("garbage after the stream")
+
+
+def _compact_record(buf: bytes, pos: int, max_length: int | None, produced: int) -> tuple[bytes, int]:
+    """A compact record's content and the offset after it (docs/FORMAT.md, "Compact record")."""
+    if len(buf) - pos < 6:
+        raise Invalid("truncated compact record")
+    content_crc, kind = struct.unpack_from("<IB", buf, pos)
+    at = pos + 5
+    if kind == 0:
+        size = 0
+        for i in range(3):
+            if at + i >= len(buf):
+                raise Invalid("truncated size")
+            byte = buf[at + i]
+            size |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                break
+        else:
+            raise Invalid("size longer than 3 bytes")
+        if (i and byte == 0) or size > 0xFFFF:
+            raise Invalid("size not in its shortest form, or over 65535")
+        start = at + i + 1
+        if max_length is not None and produced + size > max_length:
+            raise OverLimit("max_length")
+        if start + size > len(buf):
+            raise Invalid("truncated stored data")
+        content = buf[start : start + size]
+        end = start + size
+    elif kind == 1:
+        if len(buf) - at < PER_BLOCK:
+            raise Invalid("truncated block header")
+        orig, payload, fresh, recycled, code_set, escaped = struct.unpack_from("<HHBBBH", buf, at)
+        sets = 32 if code_set == BITMAP else 2 * code_set
+        end = at + PER_BLOCK + sets + (escaped > 0) + 2 * fresh + 3 * recycled + escaped + payload
+        if orig == 0:
+            raise Invalid("empty encoded block")
+        if max_length is not None and produced + orig > max_length:
+            raise OverLimit("max_length")
+        if end > len(buf):
+            raise Invalid("truncated compact body")
+        content = decode_frame_body(buf[at:end], 1, orig)
+    else:
+        raise Invalid("compact record kind")
+    if zlib.crc32(content) != content_crc:
+        raise Invalid("content CRC")
+    return content, end
 
 
 # -- Gage's 1994 format ------------------------------------------------------------

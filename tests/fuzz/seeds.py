@@ -11,6 +11,7 @@ from pathlib import Path
 
 import bytepair
 from tests.helpers import frame_size as small_frames
+from tests.helpers import framed
 
 try:
     from bytepair import gage as _gage
@@ -92,40 +93,49 @@ def inputs() -> dict[str, bytes]:
     }
 
 
+def _compress(data: bytes, **options: int) -> bytes:
+    """``bytepair.compress``, a stream of one block written framed (``tests.helpers.framed``):
+    the structure-aware mutators edit frames; compact seeds are added as such below."""
+    return framed(bytepair.compress(data, **options))
+
+
 def bytepair_seeds() -> list[Seed]:
     data = inputs()
-    seeds = [Seed(f"bp-{name}", "bytepair", d, bytepair.compress(d)) for name, d in data.items()]
+    seeds = [Seed(f"bp-{name}", "bytepair", d, _compress(d)) for name, d in data.items()]
+    for name in ("text", "runs", "random", "deep", "rare-dense"):  # compact streams: one block, or stored
+        d = data[name][:3000]
+        seeds.append(Seed(f"bp-compact-{name}", "bytepair", d, bytepair.compress(d, block_size=3000)))
     seeds.append(
         Seed(
             "bp-text-t2-b300",
             "bytepair",
             data["text"][:3000],
-            bytepair.compress(data["text"][:3000], block_size=300, threshold=2),
+            _compress(data["text"][:3000], block_size=300, threshold=2),
         )
     )
-    seeds.append(Seed("bp-deep-t2", "bytepair", data["deep"], bytepair.compress(data["deep"], threshold=2)))
-    seeds.append(Seed("bp-level1", "bytepair", data["mixed"], bytepair.compress(data["mixed"], level=1)))
-    seeds.append(Seed("bp-level9", "bytepair", data["mixed"], bytepair.compress(data["mixed"], level=9)))
+    seeds.append(Seed("bp-deep-t2", "bytepair", data["deep"], _compress(data["deep"], threshold=2)))
+    seeds.append(Seed("bp-level1", "bytepair", data["mixed"], _compress(data["mixed"], level=1)))
+    seeds.append(Seed("bp-level9", "bytepair", data["mixed"], _compress(data["mixed"], level=9)))
     try:  # more escapes than the levels make (the parameter is new with format 2)
         d = data["rare-dense"]
-        seeds.append(Seed("bp-escape-limit-40", "bytepair", d, bytepair.compress(d, escape_limit=40)))
+        seeds.append(Seed("bp-escape-limit-40", "bytepair", d, _compress(d, escape_limit=40)))
     except TypeError:  # pragma: no cover
         pass
     with small_frames(700):
         for name in ("text", "mixed", "recycling", "scattered", "rare"):
             d = data[name][:5000]
-            seeds.append(Seed(f"bp-frames-{name}", "bytepair", d, bytepair.compress(d, block_size=300)))
+            seeds.append(Seed(f"bp-frames-{name}", "bytepair", d, _compress(d, block_size=300)))
     with small_frames(2000):  # frames of two blocks with escapes
         d = data["rare-chunks"]
-        seeds.append(Seed("bp-frames-rare-chunks", "bytepair", d, bytepair.compress(d, block_size=1000)))
+        seeds.append(Seed("bp-frames-rare-chunks", "bytepair", d, _compress(d, block_size=1000)))
     d = data["rare-chunks"]  # one frame of six blocks with escapes
-    seeds.append(Seed("bp-blocks-rare-chunks", "bytepair", d, bytepair.compress(d, block_size=1000, threshold=2)))
+    seeds.append(Seed("bp-blocks-rare-chunks", "bytepair", d, _compress(d, block_size=1000, threshold=2)))
     with small_frames(97):
         d = data["all256"][:1500]
-        seeds.append(Seed("bp-frames-tiny", "bytepair", d, bytepair.compress(d, block_size=40, threshold=2)))
+        seeds.append(Seed("bp-frames-tiny", "bytepair", d, _compress(d, block_size=40, threshold=2)))
     # several streams back to back
     a, b = data["text"][:1000], data["runs"]
-    sa, sb, se = bytepair.compress(a), bytepair.compress(b), bytepair.compress(b"")
+    sa, sb, se = _compress(a), _compress(b), bytepair.compress(b"")
     seeds.append(
         Seed("bp-concat", "bytepair", a + b, sa + sb + se, ((len(sa), len(a)), (len(sa) + len(sb), len(a) + len(b))))
     )

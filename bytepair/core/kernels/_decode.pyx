@@ -46,6 +46,8 @@ from libc.string cimport memcpy
 from bytepair.core.kernels._crc cimport crc32_combine, crc32_update
 from bytepair.core.kernels.common cimport CHECKED
 
+import threading
+
 import numpy
 
 from bytepair.container import format as _format
@@ -917,3 +919,116 @@ def decode_stream(const uint8_t[::1] raw, uint8_t[::1] out, int64_t[::1] status)
     if status[0] == DISAGREE:
         raise AssertionError("write_blocks met a fault that check_blocks does not see")
     return answer
+
+
+# ---------------------------------------------------------------------------------------------
+# A compact stream (docs/FORMAT.md, "Compact record"): one call for a small blob
+
+cdef int64_t COMPACT = _format.COMPACT
+cdef int64_t COMPACT_STORED = _format.COMPACT_STORED
+cdef int64_t COMPACT_ENCODED = _format.COMPACT_ENCODED
+cdef int64_t MAX_COMPACT_SIZE = _format.MAX_COMPACT_SIZE
+cdef Py_ssize_t BLOCK_HEADER_SIZE = _format.BLOCK_HEADER_SIZE
+_EMPTY = numpy.empty(0, dtype=numpy.uint8)
+
+
+cdef bint compact_header_ok(const uint8_t[::1] raw) noexcept nogil:
+    """*raw* starts with an intact stream header that says "compact" and the record's first 6 bytes."""
+    cdef Py_ssize_t i
+    if raw.shape[0] < STREAM_HEADER_SIZE + 6:
+        return False
+    for i in range(MAGIC_SIZE):
+        if raw[i] != MAGIC[i]:
+            return False
+    return (
+        raw[4] == VERSION and raw[5] == COMPACT
+        and (crc32_update(0, &raw[0], 6) & 0xFFFF) == <uint32_t>u16(raw, 6)
+    )
+
+
+def decode_compact(const uint8_t[::1] raw, int64_t max_length):
+    """The bytes of *raw* when it is exactly one intact compact stream of at most
+    *max_length* bytes (-1: any), in one call; else None, and the caller's reader, which
+    makes the same checks, says what is wrong (so the errors come from one place)."""
+    cdef Py_ssize_t n = raw.shape[0], at = STREAM_HEADER_SIZE + 5, i, start, size = 0, body
+    cdef uint32_t content_crc
+    cdef int64_t kind, set_kind, set_size, n_escaped
+    cdef uint8_t byte = 0
+    if not compact_header_ok(raw):
+        return None
+    content_crc = <uint32_t>u32(raw, STREAM_HEADER_SIZE)
+    kind = raw[STREAM_HEADER_SIZE + 4]
+    if kind == COMPACT_STORED:
+        for i in range(3):  # LEB128, shortest form
+            if at + i >= n:
+                return None
+            byte = raw[at + i]
+            size |= <Py_ssize_t>(byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                break
+        if byte & 0x80 or (i and not byte) or size > MAX_COMPACT_SIZE:
+            return None
+        start = at + i + 1
+        if start + size != n or (max_length >= 0 and size > max_length):
+            return None
+        if crc32_update(0, &raw[start] if size else NULL, size) != content_crc:
+            return None
+        return bytes(raw[start:n])
+    if kind != COMPACT_ENCODED or n - at < BLOCK_HEADER_SIZE:
+        return None
+    size = u16(raw, at)
+    set_kind = raw[at + 6]
+    n_escaped = u16(raw, at + 7)
+    set_size = 32 if set_kind == CODE_SET_BITMAP else 2 * set_kind
+    body = (BLOCK_HEADER_SIZE + set_size + (1 if n_escaped else 0) + 2 * raw[at + 4] + 3 * raw[at + 5] + n_escaped
+            + u16(raw, at + 2))
+    if at + body != n or size == 0 or (max_length >= 0 and size > max_length):
+        return None
+    return _decode_one_block(raw[at:], size, content_crc)
+
+
+cdef class _Kept:
+    """One thread's room for decoding a compact record, kept between calls: the columns of
+    one block, the expansion table and the output grow as needed. Made afresh, their arrays
+    cost a small blob more than its decoding."""
+
+    cdef Blocks bl
+    cdef uint8_t[::1] table
+    cdef uint8_t[::1] out
+    cdef int64_t[::1] status
+
+    def __init__(self):
+        self.bl = room_for_bodies(1, 2 * 510)  # a block's 255 fresh and 255 recycled merges
+        self.table = numpy.empty(0, dtype=numpy.uint8)
+        self.out = numpy.empty(0, dtype=numpy.uint8)
+        self.status = numpy.zeros(5, dtype=numpy.int64)
+
+
+_per_thread = threading.local()
+
+
+cdef object _decode_one_block(const uint8_t[::1] body, int64_t size, uint32_t content_crc):
+    """The *size* bytes of the one-block frame *body* (its CRC-32 *content_crc*), or None."""
+    cdef _Kept kept = getattr(_per_thread, "kept", None)
+    if kept is None:
+        kept = _per_thread.kept = _Kept()
+    cdef Blocks bl = kept.bl
+    cdef int64_t budget = NODE_BUDGET * size + NODE_SLACK, most
+    kept.status[0] = OK
+    with nogil:
+        most = read_columns(body, 1, size, kept.status, bl)
+        if most == 0:
+            most = check_blocks(bl, budget, kept.status, False)
+    if most >= 0:
+        if kept.table.shape[0] < 256 + most + 2 * W:
+            kept.table = numpy.empty(256 + most + 2 * W, dtype=numpy.uint8)
+        if kept.out.shape[0] < size + W:
+            kept.out = numpy.empty(max(size + W, 4096), dtype=numpy.uint8)
+        with nogil:
+            write_checked(bl, budget, kept.table, kept.out, kept.status)
+            check_content(kept.out, size, content_crc, kept.status)
+    bl.payload = None  # views of the caller's buffer: not to be held past the call
+    bl.esc_literals = None
+    if most < 0 or kept.status[0] != OK:
+        return None
+    return bytes(kept.out[:size])

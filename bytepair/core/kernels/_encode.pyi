@@ -47,3 +47,13 @@ def encode_frame_body(
     merges_per_step: int,
     budget: int,
 ) -> tuple[_U8, int]: ...
+def encode_stream(
+    data: Any,
+    block_size: int,
+    max_distinct: int,
+    escape_limit: int,
+    threshold: int,
+    recycle: bool,
+    merges_per_step: int,
+    budget: int,
+) -> bytes: ...

@@ -11,8 +11,10 @@ wrappers; what the loops rely on is checked here again, so no argument can make
 them read or write out of bounds.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy, memset
+
+from bytepair.core.kernels._crc cimport crc32_update
 
 from bytepair.core.kernels.common cimport CHECKED
 
@@ -33,6 +35,17 @@ cdef int64_t BLOCK_HEADER_SIZE = _format.BLOCK_HEADER_SIZE
 cdef int64_t CODE_SET_BITMAP = _format.CODE_SET_BITMAP
 cdef int64_t MAX_RUNS = _format.MAX_RUNS
 cdef int64_t MAX_BLOCK_SIZE = _params.MAX_BLOCK_SIZE
+cdef bytes FRAMED_HEADER = _format.pack_stream_header()
+cdef bytes COMPACT_HEADER = _format.pack_stream_header(_format.COMPACT)
+cdef int64_t STREAM_HEADER_SIZE = _format.STREAM_HEADER_SIZE
+cdef int64_t FRAME_HEADER_SIZE = _format.FRAME_HEADER_SIZE
+cdef int64_t END_SIZE = _format.END_SIZE
+cdef uint8_t KIND_FRAME = _format.KIND_FRAME
+cdef uint8_t KIND_END = _format.KIND_END
+cdef uint8_t COMPACT_STORED = _format.COMPACT_STORED
+cdef uint8_t COMPACT_ENCODED = _format.COMPACT_ENCODED
+cdef int64_t MAX_FRAME_SIZE = _format.MAX_FRAME_SIZE
+cdef Py_ssize_t KEPT_SCRATCH = 1 << 16  # inputs up to this size are encoded in a thread's kept scratch
 
 cdef enum:
     END = 256  # val at the end of the list: no pair holds it
@@ -242,6 +255,20 @@ cdef class _Cut:
         self.n_blocks = 0
         self.n_literals = 0
         self.escaped = False
+
+    cdef bint holds(self, Py_ssize_t room, Py_ssize_t n):
+        """Whether this cutting has room for *room* blocks of *n* bytes in all; if so, it is
+        made as new (what a fresh one holds as zeros is zeroed)."""
+        cdef Py_ssize_t b
+        if self.count.shape[0] < room or self.literals.shape[0] < n:
+            return False
+        for b in range(room):
+            self.count[b] = 0
+            self.mark[b] = 0
+        self.n_blocks = 0
+        self.n_literals = 0
+        self.escaped = False
+        return True
 
 
 cdef Py_ssize_t _block_room(Py_ssize_t n, Py_ssize_t block_size, Py_ssize_t max_distinct):
@@ -582,6 +609,20 @@ cdef class _Encoded:
         self.payload = np.empty(n_bytes, dtype=np.uint8)
         self.n_done = 0
         self.p_done = 0
+
+    cdef bint holds(self, Py_ssize_t n_blocks, Py_ssize_t n_bytes):
+        """Whether these columns have room for *n_blocks* blocks of *n_bytes* in all; if so,
+        they are made as new (the per-block counts zeroed)."""
+        cdef Py_ssize_t room = max(min(n_bytes - n_blocks, n_blocks * (255 + MAX_RECYCLED)), 0), b
+        if self.n_merges.shape[0] < n_blocks or self.code.shape[0] < room or self.payload.shape[0] < n_bytes:
+            return False
+        for b in range(n_blocks):
+            self.n_merges[b] = 0
+            self.n_fresh[b] = 0
+            self.payload_len[b] = 0
+        self.n_done = 0
+        self.p_done = 0
+        return True
 
     def columns(self):
         """The nine columns, trimmed (copies: the arrays above may be much longer)."""
@@ -1154,23 +1195,12 @@ cdef class _Packing:
     cdef int64_t[::1] hi
     cdef Py_ssize_t n_out
     cdef Py_ssize_t size
+    cdef Py_ssize_t nb_room
 
-    def __init__(self, data, bounds, n_merges, n_fresh, code, left, right, expansion, payload_len, payload,
-                 esc_count, esc_mark, literals):
-        self.data = data
-        self.bounds = bounds
-        self.n_merges = n_merges
-        self.n_fresh = n_fresh
-        self.code = code
-        self.left = left
-        self.right = right
-        self.expansion = expansion
-        self.payload_len = payload_len
-        self.payload = payload
-        self.esc_count = esc_count
-        self.esc_mark = esc_mark
-        self.literals = literals
-        nb = self.nb = self.bounds.shape[0] - 1
+    def __init__(self, Py_ssize_t nb):
+        """Room for the layout of *nb* blocks; :meth:`begin` gives the inputs."""
+        self.nb = 0
+        self.nb_room = nb
         self.costs = np.empty(nb, dtype=np.int64)
         self.stored = np.zeros(nb, dtype=np.uint8)
         self.node_bytes = np.zeros(nb, dtype=np.int64)
@@ -1185,6 +1215,48 @@ cdef class _Packing:
         self.hi = np.empty(nb, dtype=np.int64)
         self.n_out = 0
         self.size = 0
+
+    cdef void begin(
+        self, const uint8_t[::1] data, const int64_t[::1] bounds, const int64_t[::1] n_merges,
+        const int64_t[::1] n_fresh, const uint8_t[::1] code, const uint8_t[::1] left, const uint8_t[::1] right,
+        const int64_t[::1] expansion, const int64_t[::1] payload_len, const uint8_t[::1] payload,
+        const int64_t[::1] esc_count, const uint8_t[::1] esc_mark, const uint8_t[::1] literals
+    ):
+        """The inputs, for the blocks of *bounds* (no more than the room made for); typed
+        memoryviews in a C call, where a Python call took a Python object for each."""
+        self.data = data
+        self.bounds = bounds
+        self.n_merges = n_merges
+        self.n_fresh = n_fresh
+        self.code = code
+        self.left = left
+        self.right = right
+        self.expansion = expansion
+        self.payload_len = payload_len
+        self.payload = payload
+        self.esc_count = esc_count
+        self.esc_mark = esc_mark
+        self.literals = literals
+        self.nb = bounds.shape[0] - 1
+        self.n_out = 0
+        self.size = 0
+
+    cdef void end(self):
+        """Let go of the inputs: a kept view would hold the caller's buffer (a bytearray
+        could not be resized) until the next call."""
+        self.data = None
+        self.bounds = None
+        self.n_merges = None
+        self.n_fresh = None
+        self.code = None
+        self.left = None
+        self.right = None
+        self.expansion = None
+        self.payload_len = None
+        self.payload = None
+        self.esc_count = None
+        self.esc_mark = None
+        self.literals = None
 
     cdef void check(self) except *:
         """The columns agree with each other: the packing reads no further than they reach."""
@@ -1245,11 +1317,11 @@ cdef void _by_node_bytes(_Packing f) noexcept nogil:
     cdef bint in_sorting = False
     for i in range(f.nb):
         f.order[i] = i
-    while width < f.nb:
+    while width < f.nb:  # (the arrays may be longer than nb: kept from a larger frame)
         if in_sorting:
-            _merge_pass(f.node_bytes, f.sorting, f.order, width)
+            _merge_pass(f.node_bytes, f.sorting[: f.nb], f.order[: f.nb], width)
         else:
-            _merge_pass(f.node_bytes, f.order, f.sorting, width)
+            _merge_pass(f.node_bytes, f.order[: f.nb], f.sorting[: f.nb], width)
         in_sorting = not in_sorting
         width *= 2
     if in_sorting:
@@ -1477,12 +1549,79 @@ def pack_frame_body(
     literals, int64_t budget
 ):
     """``format.pack_frame(codec._assemble(...))``'s body and its number of blocks."""
-    cdef _Packing f = _Packing(
+    cdef const int64_t[::1] starts = bounds
+    cdef _Packing f = _Packing(max(starts.shape[0] - 1, 0))
+    f.begin(
         data, bounds, n_merges, n_fresh, code, left, right, expansion, payload_len, payload, esc_count, esc_mark,
         literals
     )
     f.check()
     return _pack(f, budget)
+
+
+cdef class _Scratch:
+    """A frame's cutting, engine columns and packing layout: kept by each thread between
+    calls for inputs of up to ``KEPT_SCRATCH`` bytes (as its workspace is), where making
+    their two dozen arrays afresh cost a small input more than its encoding."""
+
+    cdef _Cut cut
+    cdef _Encoded enc
+    cdef _Packing pack
+
+
+cdef _Scratch _scratch(Py_ssize_t n, Py_ssize_t block_size, Py_ssize_t max_distinct):
+    """Scratch for a frame of *n* bytes: this thread's kept one for a small frame (made anew
+    when it is too small), else a new one. Its engine columns are made by ``_columns``."""
+    if block_size < 1 or max_distinct < 1:
+        raise ValueError(f"block_size and max_distinct must be at least 1, got {block_size} and {max_distinct}")
+    cdef Py_ssize_t room = _block_room(n, block_size, max_distinct)
+    cdef _Scratch scratch
+    if n <= KEPT_SCRATCH:
+        scratch = getattr(_per_thread, "scratch", None)
+        if scratch is not None and scratch.pack.nb_room >= room and scratch.cut.holds(room, n):
+            return scratch
+        scratch = _per_thread.scratch = _Scratch()
+    else:
+        scratch = _Scratch()
+    scratch.cut = _Cut(room, n)
+    scratch.pack = _Packing(room)
+    return scratch
+
+
+cdef _Encoded _columns(_Scratch scratch, Py_ssize_t n_blocks, Py_ssize_t n):
+    """The scratch's engine columns, made anew unless they have room for *n_blocks* blocks of *n* bytes."""
+    if scratch.enc is None or not scratch.enc.holds(n_blocks, n):
+        scratch.enc = _Encoded(n_blocks, n)
+    return scratch.enc
+
+
+cdef _Packing _encode_frame(
+    const uint8_t[::1] data, Py_ssize_t block_size, Py_ssize_t max_distinct, int64_t escape_limit,
+    int64_t threshold, bint recycle, int64_t merges_per_step, int64_t budget
+):
+    """Cut, escape and encode *data*, and plan its frame's body: the packing, ready for ``_write``
+    (its inputs to be let go by ``end()``)."""
+    if block_size > MAX_COMPILED_BLOCK:
+        raise ValueError(f"the compiled engine takes blocks of at most {MAX_COMPILED_BLOCK} bytes")
+    cdef _Scratch scratch = _scratch(data.shape[0], block_size, max_distinct)
+    cdef _Cut cut = scratch.cut
+    with nogil:
+        _split_escapes(data, block_size, max_distinct, escape_limit, cut)
+    cdef const int64_t[::1] bounds = cut.starts[: cut.n_blocks + 1]
+    cdef const uint8_t[::1] source = cut.changed if cut.escaped else data
+    cdef _Workspace ws = _workspace(bounds, threshold, recycle, -1, merges_per_step)
+    cdef _Encoded enc = _columns(scratch, cut.n_blocks, data.shape[0])
+    with nogil:
+        _encode(source, bounds, ws, enc)
+    cdef Py_ssize_t nb = cut.n_blocks
+    cdef _Packing f = scratch.pack
+    f.begin(
+        data, bounds, enc.n_merges[:nb], enc.n_fresh[:nb], enc.code, enc.left, enc.right, enc.expansion,
+        enc.payload_len[:nb], enc.payload, cut.count[:nb], cut.mark[:nb], cut.literals
+    )
+    with nogil:
+        _plan(f, budget)
+    return f
 
 
 def encode_frame_body(
@@ -1492,19 +1631,93 @@ def encode_frame_body(
     """Cut *data* into blocks and escape them, encode them, pack the frame's body: the body
     and its number of blocks, as ``split_and_find_escapes``, ``encode_blocks`` and
     ``pack_frame_body`` give them."""
-    if block_size > MAX_COMPILED_BLOCK:
-        raise ValueError(f"the compiled engine takes blocks of at most {MAX_COMPILED_BLOCK} bytes")
-    cdef _Cut cut = _cutting(data.shape[0], block_size, max_distinct)
-    with nogil:
-        _split_escapes(data, block_size, max_distinct, escape_limit, cut)
-    cdef const int64_t[::1] bounds = cut.starts[: cut.n_blocks + 1]
-    cdef const uint8_t[::1] source = cut.changed if cut.escaped else data
-    cdef _Workspace ws = _workspace(bounds, threshold, recycle, -1, merges_per_step)
-    cdef _Encoded enc = _Encoded(cut.n_blocks, data.shape[0])
-    with nogil:
-        _encode(source, bounds, ws, enc)
-    cdef _Packing f = _Packing(
-        data, bounds, enc.n_merges, enc.n_fresh, enc.code, enc.left, enc.right, enc.expansion, enc.payload_len,
-        enc.payload, cut.count[: cut.n_blocks], cut.mark[: cut.n_blocks], cut.literals
+    cdef _Packing f = _encode_frame(
+        data, block_size, max_distinct, escape_limit, threshold, recycle, merges_per_step, budget
     )
-    return _pack(f, budget)
+    body = np.zeros(f.size, dtype=np.uint8)
+    cdef uint8_t[::1] view = body
+    with nogil:
+        _write(f, view)
+    f.end()
+    return body, f.n_out
+
+
+cdef inline void _put32(uint8_t[::1] out, Py_ssize_t at, uint32_t value) noexcept nogil:
+    out[at] = value & 255
+    out[at + 1] = (value >> 8) & 255
+    out[at + 2] = (value >> 16) & 255
+    out[at + 3] = value >> 24
+
+
+cdef void _put_bytes(uint8_t[::1] out, Py_ssize_t at, const uint8_t[::1] src) noexcept nogil:
+    _copy(out, at, src, 0, src.shape[0])
+
+
+def encode_stream(
+    const uint8_t[::1] data, Py_ssize_t block_size, Py_ssize_t max_distinct, int64_t escape_limit,
+    int64_t threshold, bint recycle, int64_t merges_per_step, int64_t budget
+):
+    """The whole stream of *data* (at most one frame's bytes, not empty) as bytes, in one call:
+    compact when its frame is one block, else its header, the frame and the end record
+    (docs/FORMAT.md). The bytes ``format.one_frame_stream`` makes of ``encode_frame_body``'s."""
+    cdef Py_ssize_t n = data.shape[0], at, size, total, lead
+    cdef uint32_t content_crc, frame_crc
+    cdef const uint8_t[::1] framed = FRAMED_HEADER
+    cdef const uint8_t[::1] compact = COMPACT_HEADER
+    if not 0 < n <= MAX_FRAME_SIZE:
+        raise ValueError(f"encode_stream takes 1 to {MAX_FRAME_SIZE} bytes, got {n}")
+    cdef _Packing f = _encode_frame(
+        data, block_size, max_distinct, escape_limit, threshold, recycle, merges_per_step, budget
+    )
+    with nogil:
+        content_crc = crc32_update(0, &data[0], n)
+    cdef bint stored = f.n_out == 1 and f.source[0] == -1
+    if f.n_out != 1:
+        lead = STREAM_HEADER_SIZE + FRAME_HEADER_SIZE
+        total = lead + f.size + END_SIZE
+    elif stored:
+        lead = STREAM_HEADER_SIZE + 5 + (1 if n < 1 << 7 else 2 if n < 1 << 14 else 3)
+        total = lead + n
+    else:
+        lead = STREAM_HEADER_SIZE + 5
+        total = lead + f.size
+    out = np.zeros(total, dtype=np.uint8)  # _write leaves zero fields as they are
+    cdef uint8_t[::1] o = out
+    with nogil:
+        if f.n_out != 1:
+            _put_bytes(o, 0, framed)
+            at = STREAM_HEADER_SIZE
+            o[at] = KIND_FRAME
+            _put32(o, at + 1, <uint32_t>f.n_out)
+            _put32(o, at + 5, <uint32_t>n)
+            _put32(o, at + 9, <uint32_t>f.size)
+            _put32(o, at + 13, content_crc)
+            _write(f, o[lead : lead + f.size])
+            frame_crc = crc32_update(crc32_update(0, &o[at], 17), &o[lead], f.size)
+            _put32(o, at + 17, frame_crc)
+            at = lead + f.size
+            o[at] = KIND_END
+            _put32(o, at + 1, 1)
+            _put32(o, at + 5, <uint32_t>n)
+            _put32(o, at + 9, 0)  # the high half of the 64-bit total size
+            _put32(o, at + 13, content_crc)
+            _put32(o, at + 17, crc32_update(0, &o[at], 17))
+        else:
+            _put_bytes(o, 0, compact)
+            at = STREAM_HEADER_SIZE
+            _put32(o, at, content_crc)
+            if stored:
+                o[at + 4] = COMPACT_STORED
+                at += 5
+                size = n
+                while size >= 0x80:  # LEB128
+                    o[at] = (size & 0x7F) | 0x80
+                    size >>= 7
+                    at += 1
+                o[at] = <uint8_t>size
+                _copy(o, lead, data, 0, n)
+            else:
+                o[at + 4] = COMPACT_ENCODED
+                _write(f, o[lead:])
+    f.end()
+    return out.tobytes()

@@ -7,7 +7,9 @@ other work, on a file whose decoding takes 100-300 us. :func:`plan_stream` check
 the reader checks before it gives a frame room, so that the caller reserves the output
 only then; :func:`decode_stream` decodes it all. The kernels are in ``_decode.pyx``.
 
-It is an accelerator, not a second reader: it decodes a buffer only when the buffer
+:func:`decode_compact` takes a compact stream (a small input's) in one call.
+
+They are accelerators, not second readers: it decodes a buffer only when the buffer
 is exactly one stream that passes every check the Python reader makes (the stream
 header, each frame header's ranges, each frame's CRC, its columns and merges, its
 content's CRC, the end record's check and its counts and CRC, nothing after it); for
@@ -19,7 +21,16 @@ place, whatever the path.
 from __future__ import annotations
 
 from ._crc import crc32_combine
-from ._decode import DECODED, NOT_WHOLE, decode_stream, plan_stream, stream_size
+from ._decode import DECODED, NOT_WHOLE, decode_compact, decode_stream, plan_stream, stream_size
 from .decode import SPARE
 
-__all__ = ["DECODED", "NOT_WHOLE", "SPARE", "crc32_combine", "decode_stream", "plan_stream", "stream_size"]
+__all__ = [
+    "DECODED",
+    "NOT_WHOLE",
+    "SPARE",
+    "crc32_combine",
+    "decode_compact",
+    "decode_stream",
+    "plan_stream",
+    "stream_size",
+]
