@@ -529,7 +529,7 @@ cdef class _Workspace:
     cdef int64_t[:, ::1] made_at
     cdef int64_t[::1] fresh  # values absent from the block, highest first
     cdef int64_t[::1] spare  # values no longer in it, highest first
-    cdef int32_t[::1] keys  # _best_rows' keys
+    cdef int32_t[::1] keys  # the rows' keys (_row_keys, _next_row)
     # the step's best rows and their counts; its merges (_choose writes one candidate
     # more than it keeps)
     cdef int64_t[::1] top
@@ -678,8 +678,7 @@ cdef void _encode_block(
             n_free += 1
 
     while True:
-        # rows below the threshold are never merged: they need not be exact
-        _best_rows(ws, ws.threshold - 1)
+        _row_keys(ws)
         n_spare = 0  # once the fresh codes are used up: values no longer in the block
         if n_used == n_free and ws.recycle:
             n_spare = _spare_values(ws, MAX_RECYCLED - n_recycled)
@@ -805,42 +804,43 @@ cdef void _first_pairs(const uint8_t[::1] data, Py_ssize_t lo, Py_ssize_t n, _Wo
         ws.index[ws.run_at[cell] + 1 + ws.scratch[i]] = <uint16_t>i
 
 
-cdef void _best_rows(_Workspace ws, int64_t floor) noexcept nogil:
-    """The ``n_best`` best rows by their maximum count (ties: the lower row) into ``top``,
-    best first, with their counts; rows whose left symbol is at ``max_depth`` count 0.
-    Only rows above *floor* count: the places no such row fills keep *floor*, and row 0.
-
-    Each row gets a key, its bound then its place from the end (``bound << 8 | 255 - row``),
-    so the largest key is the best row by the tie rule, and one maximum over the 256 keys
-    (a loop that vectorises, without a branch) finds it. A stale best row is rescanned and
-    its key made exact before it can be taken. Any exact top rows are the same rows, so
-    which rows get rescanned on the way does not change the output."""
-    cdef Py_ssize_t t, row
-    cdef int32_t best, best_row
-    cdef int64_t low = (floor + 1) << 8  # the least key that beats the floor
-    for t in range(ws.n_best):
-        ws.top[t] = 0
-        ws.top_count[t] = floor
+cdef void _row_keys(_Workspace ws) noexcept nogil:
+    """Every row's key, its bound then its place from the end (``bound << 8 | 255 - row``),
+    so that the largest key is the best row by the tie rule, and one maximum over the 256
+    keys (a loop that vectorises, without a branch) finds it; rows whose left symbol is at
+    ``max_depth`` count 0."""
+    cdef Py_ssize_t row
     for row in range(256):
         ws.keys[row] = (ws.bound[row] << 8) | <int32_t>(255 - row)
     if ws.max_depth >= 0:
         for row in range(256):
             if ws.depth[row] >= ws.max_depth:
                 ws.keys[row] = <int32_t>(255 - row)  # a count of 0
-    t = 0
-    while t < ws.n_best:
+
+
+cdef bint _next_row(_Workspace ws, Py_ssize_t t, int64_t floor) noexcept nogil:
+    """The next best row by its maximum count (ties: the lower row) into ``top[t]`` with its
+    count, unless no row is left above *floor*. Candidates are taken one at a time, as
+    ``_choose`` asks for them: once a step has its merges, the rest need not be found.
+
+    A stale best row is rescanned and its key made exact before it can be taken. Any exact
+    top rows are the same rows, so which rows get rescanned on the way does not change the
+    output."""
+    cdef int32_t best, best_row
+    cdef int64_t low = (floor + 1) << 8  # the least key that beats the floor
+    while True:
         best = _largest_key(ws)
         if best < low:
-            break
+            return False
         best_row = 255 - (best & 255)
-        if ws.stale[best_row]:
-            _rescan(ws, best_row)
-            ws.keys[best_row] = (ws.bound[best_row] << 8) | (255 - best_row)
-            continue
-        ws.top[t] = best_row
-        ws.top_count[t] = best >> 8
-        ws.keys[best_row] = 0
-        t += 1
+        if not ws.stale[best_row]:
+            break
+        _rescan(ws, best_row)
+        ws.keys[best_row] = (ws.bound[best_row] << 8) | (255 - best_row)
+    ws.top[t] = best_row
+    ws.top_count[t] = best >> 8
+    ws.keys[best_row] = 0
+    return True
 
 
 cdef inline int32_t _largest_key(_Workspace ws) noexcept nogil:
@@ -889,8 +889,12 @@ cdef Py_ssize_t _choose(_Workspace ws, int64_t n_free, int64_t n_used, int64_t n
     else:
         limit = min(max(n_spare - 1, 1), ws.merges_per_step) if n_spare > 0 else 0
     # no branch on the tests, whose outcomes no predictor learns: every candidate is written
-    # at n and kept by n += take; once n reaches limit, take stays false
+    # at n and kept by n += take. Candidates come best first, up to n_best of them; once n
+    # reaches limit no later one is taken, so none is looked for (rows below the threshold
+    # are never merged: they need not be exact, and are not candidates)
     for t in range(ws.n_best):
+        if n == limit or not _next_row(ws, t, ws.threshold - 1):
+            break
         a = ws.top[t]
         z = ws.arg[a]
         clash = False
