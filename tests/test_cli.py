@@ -901,3 +901,18 @@ def test_size_of_knows_files_only(tmp_path: Path) -> None:
         assert _size_of(pipe) is None
     os.close(write_end)
     assert _size_of(io.BytesIO(b"abc")) is None
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "1"), ("3", "3")])
+def test_the_command_asks_numpy_for_one_blas_thread(given: str | None, seen: str) -> None:
+    # bytepair never calls BLAS; a caller's own setting is kept, and a program importing the
+    # library is left alone (only the command's entry sets it)
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    probe = (
+        "import os, bytepair, bytepair.cli as cli; before = os.environ.get('OPENBLAS_NUM_THREADS'); "
+        "cli._no_blas_threads(); print(before, os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(given), seen]
