@@ -639,3 +639,35 @@ def test_threads_decode_alike() -> None:
         tables = list(pool.map(lambda _: expand_compiled(t), range(12)))
     assert streams == [want] * 12
     assert tables == [expand_numpy(t).tobytes()] * 12
+
+
+@pytest.fixture(params=["baseline", "avx2"])
+def payload_loop(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The decoder's payload loop in each of its builds: the baseline one, and the AVX2 one
+    where the CPU has it (it runs by default there). The checked build runs its own loop
+    through the memoryviews either way."""
+    before = _decode.PAYLOAD_LOOP
+    taken = _decode.use_payload_loop(request.param)
+    try:
+        if taken != request.param:
+            pytest.skip("this CPU has no AVX2 (or the compiler built no AVX2 loop)")
+        yield taken
+    finally:
+        _decode.use_payload_loop(before)
+
+
+def test_both_builds_of_the_payload_loop(payload_loop: str) -> None:
+    rng = np.random.default_rng(9)
+    deep = b"ab" * 3000 + b"abcd" * 2000  # expansions longer than one 32-byte copy
+    text = b"".join(rng.choice([b"the ", b"cat ", b"sat ", b"on ", b"a ", b"mat. ", b"\xe9"], 30_000))
+    for data in (deep, text, bytes(rng.integers(0, 256, 5000, dtype=np.uint8))):
+        for blob in (bytepair.compress(data), bytepair.compress(data, block_size=1000)):
+            assert streams_agree(blob) == data
+    for path in sorted(GOLDEN.glob("*.bp")):
+        assert streams_agree(path.read_bytes()) == path.with_suffix(".bin").read_bytes()
+
+
+def test_payload_loop_by_name() -> None:
+    with pytest.raises(ValueError, match="no payload loop named"):
+        _decode.use_payload_loop("sse9")
+    assert _decode.PAYLOAD_LOOP in ("avx2", "baseline")
