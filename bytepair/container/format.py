@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 import struct
 import zlib
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -53,6 +54,7 @@ __all__ = [
     "pack_end",
     "pack_frame",
     "pack_stream_header",
+    "read_compact_head",
     "unpack_compact",
     "unpack_end",
     "unpack_frame_body",
@@ -485,11 +487,13 @@ class CompactRecord(NamedTuple):
     end: int  # offset of the first byte after the record
 
 
-def compact_record(buf: bytes | memoryview, offset: int) -> CompactRecord | None:
+def compact_record(buf: bytes | memoryview, offset: int, where: int | None = None) -> CompactRecord | None:
     """The compact record at *offset* (just after its stream header), from its first bytes
     (``COMPACT_PEEK`` of them always suffice); None when *buf* ends before its size can be
-    told. Raises ``CorruptDataError`` for a kind or a size no writer makes."""
+    told. Raises ``CorruptDataError`` for a kind or a size no writer makes, naming the record
+    at byte *where* (default: *offset*)."""
     at = offset + _COMPACT_HEAD.size
+    where = offset if where is None else where
     if len(buf) <= at:
         return None
     content_crc, kind = _COMPACT_HEAD.unpack_from(buf, offset)
@@ -503,7 +507,7 @@ def compact_record(buf: bytes | memoryview, offset: int) -> CompactRecord | None
             if not byte & 0x80:
                 break
         if byte & 0x80 or (i and not byte) or size > MAX_COMPACT_SIZE:
-            raise CorruptDataError(f"compact record at byte {offset}: its size is not one a writer makes")
+            raise CorruptDataError(f"compact record at byte {where}: its size is not one a writer makes")
         return CompactRecord(content_crc, True, size, at + i + 1, at + i + 1 + size)
     if kind == COMPACT_ENCODED:
         if len(buf) - at < BLOCK_HEADER_SIZE:
@@ -512,7 +516,22 @@ def compact_record(buf: bytes | memoryview, offset: int) -> CompactRecord | None
         set_size = 32 if set_kind == CODE_SET_BITMAP else 2 * set_kind
         body = BLOCK_HEADER_SIZE + set_size + (n_escaped > 0) + 2 * n_fresh + 3 * n_recycled + n_escaped + payload_len
         return CompactRecord(content_crc, False, orig_len, at, at + body)
-    raise CorruptDataError(f"compact record at byte {offset}: unknown kind {kind:#04x}")
+    raise CorruptDataError(f"compact record at byte {where}: unknown kind {kind:#04x}")
+
+
+def read_compact_head(read: Callable[[int], bytes], at: int) -> tuple[CompactRecord, bytes]:
+    """A compact record's fields, and its first bytes, read by ``read(n)`` (up to *n* more
+    bytes, fewer only where the data ends) no further than the record: a pipe cannot go
+    back, and another stream may follow. *at* is the record's offset, for messages; the
+    record's offsets are from its start. Raises ``TruncatedDataError`` where the data ends
+    before its size can be told, and what ``compact_record`` raises."""
+    head = read(_COMPACT_HEAD.size + 1)  # its CRC, its kind and the first byte that says its size
+    while (rec := compact_record(head, 0, at)) is None:
+        more = read(1) if len(head) > _COMPACT_HEAD.size else b""
+        if not more:
+            raise TruncatedDataError(f"data ends inside the compact record at byte {at}")
+        head += more
+    return rec, head
 
 
 def unpack_compact(rec: CompactRecord, buf: bytes | memoryview) -> FrameHeader:

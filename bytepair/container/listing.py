@@ -26,7 +26,7 @@ from .format import (
     MAGIC,
     STREAM_HEADER_SIZE,
     StreamTally,
-    compact_record,
+    read_compact_head,
     unpack_end,
     unpack_frame_header,
     unpack_stream_header,
@@ -205,9 +205,7 @@ def _walk_records(r: _Reader, on_frame: Callable[[FrameEntry], object] | None, b
 def _compact_record(r: _Reader, on_frame: Callable[[FrameEntry], object] | None, before: int) -> StreamTally:
     """A compact stream's record, as one frame of one block; *before* original bytes precede it."""
     pos = r.offset
-    head = r.exact(6, "compact record")  # its CRC, its kind and the first byte that says its size
-    while (rec := _at(pos, partial(compact_record, head, 0))) is None:
-        head += r.exact(1, "compact record")  # read no further than the record: another stream may follow
+    rec, head = read_compact_head(r.read, pos)
     r.skip(rec.end - len(head), "compact record")
     tally = StreamTally()
     if rec.orig_size:  # an empty compact stream, as an empty framed one, has no frame

@@ -37,7 +37,7 @@ from ..container.format import (
     CompactRecord,
     FrameHeader,
     StreamTally,
-    compact_record,
+    read_compact_head,
     unpack_end,
     unpack_frame_header,
     unpack_stream_header,
@@ -297,15 +297,15 @@ class _FrameMap:
         """Map a compact stream's record as a frame (from its first bytes, read no further than
         the record: a pipe cannot go back), and end the stream."""
         at, tally = self._at, self._tally
-        head = bytes(self._source.read(at, 6))  # its CRC, its kind and the first byte that says its size
-        try:
-            while (rec := compact_record(head, 0)) is None:
-                more = bytes(self._source.read(at + len(head), 1)) if len(head) >= 6 else b""
-                if not more:
-                    raise TruncatedDataError(f"data ends inside the compact record at byte {at}")
-                head += more
-        except BytePairError as exc:
-            raise _moved(exc, at) from None
+        taken = 0
+
+        def read(n: int) -> bytes:
+            nonlocal taken
+            more = bytes(self._source.read(at + taken, n))
+            taken += len(more)
+            return more
+
+        rec, head = read_compact_head(read, at)
         self._at = at + rec.end
         self._in_stream = False
         tally.add(rec.orig_size, rec.content_crc, 1)
