@@ -30,11 +30,10 @@ from dask.highlevelgraph import HighLevelGraph
 from dask.sizeof import sizeof
 from dask.utils import parse_bytes
 
-from . import BytePairError, CorruptDataError, TruncatedDataError
+from . import BytePairError, CorruptDataError
 from . import fsspec as _registration  # noqa: F401 - registers compression="bytepair" wherever this runs
-from .container.codec import decode_compact, decode_frame
-from .container.format import FRAME_HEADER_SIZE, compact_record, unpack_frame_header
 from .container.listing import FrameEntry, list_frames
+from .container.walk import decode_entry
 from .fsspec import NamedBytePairFile
 
 __all__ = ["Piece", "plan", "read_text", "register_on"]
@@ -221,17 +220,9 @@ def _decode_frames(fs: Any, path: str, frames: Sequence[FrameEntry]) -> bytes:
         parts = []
         for frame in frames:
             record = blob[frame.offset - start : frame.offset - start + frame.size]
-            if len(record) < frame.size:
-                raise TruncatedDataError(f"data ends inside frame {frame.index} at byte {frame.offset}")
-            if frame.compact:
-                rec = compact_record(record, 0)
-                if rec is None or rec.end != frame.size:
-                    raise CorruptDataError(f"the compact record at byte {frame.offset} changed since it was listed")
-                parts.append(decode_compact(rec, record).data)
-                continue
-            header = unpack_frame_header(record, 0, frame.index)
-            body = record[FRAME_HEADER_SIZE:]
-            parts.append(decode_frame(header, body, frame.index, frame.first_block).data)
+            if bytes(record[: len(frame.head)]) != frame.head:
+                raise CorruptDataError(f"the record at byte {frame.offset} changed since it was listed")
+            parts.append(decode_entry(frame, record[len(frame.head) :]).data)
     except BytePairError as exc:
         raise type(exc)(f"{_where(fs, path)}: {exc}") from None
     return b"".join(parts)

@@ -241,7 +241,7 @@ def test_every_reader_refuses_a_truncated_record() -> None:
     for data in (b"x", TEXT, os.urandom(300)):
         blob = bytepair.compress(data)
         for end in range(STREAM_HEADER_SIZE, len(blob)):
-            with pytest.raises(TruncatedDataError, match="compact record at byte 8|ends"):
+            with pytest.raises(TruncatedDataError, match=r"compact record at byte 8|ends"):
                 list_streams(io.BytesIO(blob[:end]))
             with bytepair.open(io.BytesIO(blob[:end])) as f, pytest.raises(EOFError):
                 f.read()

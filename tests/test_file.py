@@ -18,9 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import bytepair
-import bytepair.io.file as file_module
 from bytepair import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
-from bytepair.container.codec import decode_frame
+from bytepair.container import walk
 from bytepair.container.crc import crc32_combine
 from bytepair.container.format import (
     COMPACT,
@@ -314,7 +313,7 @@ def test_seeks_decode_only_the_frames_they_need(large_file: tuple[Path, bytes, i
 def test_decompress_range_on_the_large_file(large_file: tuple[Path, bytes, int]) -> None:
     path, unit, copies = large_file
     blob = path.read_bytes()
-    with mock.patch.object(file_module, "decode_frame", wraps=decode_frame) as decode:
+    with mock.patch.object(walk, "decode_entry", wraps=walk.decode_entry) as decode:
         assert decompress_range(blob, copies * len(unit) - 1024, 10_000) == unit[-1024:]
         assert decode.call_count == 1
 
@@ -609,7 +608,7 @@ def test_text_append_and_encodings(tmp_path: Path) -> None:
 @given(start=st.integers(0, len(DATA) + 100), length=st.integers(0, len(DATA) + 100))
 def test_decompress_range_is_slicing(start: int, length: int) -> None:
     bounds = frame_bounds(PACKED)
-    with mock.patch.object(file_module, "decode_frame", wraps=decode_frame) as decode:
+    with mock.patch.object(walk, "decode_entry", wraps=walk.decode_entry) as decode:
         assert decompress_range(PACKED, start, length) == DATA[start : start + length]
     overlapping = sum(1 for lo, hi in bounds if max(lo, start) < min(hi, start + length))
     assert decode.call_count == overlapping

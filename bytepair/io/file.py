@@ -15,7 +15,6 @@ import builtins
 import io
 import operator
 import os
-import re
 import sys
 from array import array
 from bisect import bisect_right
@@ -24,45 +23,14 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, TypeAlias, o
 import numpy as np
 import numpy.typing as npt
 
-from .._errors import BytePairError, CorruptDataError, OutputLimitError, TruncatedDataError, UnsupportedFormatError
-from ..container.codec import decode_compact, decode_frame
-from ..container.format import (
-    COMPACT,
-    END_SIZE,
-    FRAME_HEADER_SIZE,
-    KIND_END,
-    KIND_FRAME,
-    MAGIC,
-    STREAM_HEADER_SIZE,
-    CompactRecord,
-    FrameHeader,
-    StreamTally,
-    read_compact_head,
-    unpack_end,
-    unpack_frame_header,
-    unpack_stream_header,
-)
-from ..core import faults
+from .._errors import BytePairError, OutputLimitError, TruncatedDataError
+from ..container.walk import FileSource, FrameEntry, MemorySource, Source, Walker, read_entry
 from .stream import BytePairCompressor, _Busy, as_byte_view, refuse_pickling
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer, StrOrBytesPath, WriteableBuffer
 
 __all__ = ["BytePairFile", "decompress_range", "open"]
-
-_READ_CHUNK = 1 << 20
-"""Most bytes asked of the underlying file at once: a damaged header may claim a
-body of up to 64 MiB, and a buffered file object allocates what it is asked for
-before reading, so a 68-byte file could cost 16 MiB (found by the fuzzer). Reads
-of 1 MiB keep memory within what the file really holds, at no measurable cost
-for 2 MiB frames."""
-
-_BYTE_ZERO = re.compile(r"\bbyte 0\b")
-
-
-def _moved(exc: BytePairError, at: int) -> BytePairError:
-    """*exc* with its position made absolute: the ``_format`` parsers see a copy of the record at offset 0."""
-    return type(exc)(_BYTE_ZERO.sub(f"byte {at}", str(exc), count=1))
 
 
 class _ReadableFile(Protocol):
@@ -78,134 +46,49 @@ FileObject: TypeAlias = "_ReadableFile | _WritableFile"
 ``seekable``, ``seek`` and ``tell`` are used when present) or ``write``."""
 
 
-class _Source(Protocol):
-    """Compressed data read at absolute offsets; a short result means it ends there."""
-
-    @property
-    def seekable(self) -> bool: ...
-
-    def read(self, at: int, size: int) -> bytes | memoryview: ...
-
-
-class _MemorySource:
-    """An in-memory blob: reading is slicing, without copies."""
-
-    seekable = True
-
-    def __init__(self, view: memoryview) -> None:
-        self._view = view
-
-    def read(self, at: int, size: int) -> memoryview:
-        return self._view[at : at + size]
-
-
-class _FileSource:
-    """A file object read at offsets from where it stood when handed over.
-
-    A seekable file seeks; any other one reads forward, discarding what is
-    skipped, and refuses to go back (its bytes are gone).
-    """
-
-    def __init__(self, fp: Any, seekable: bool) -> None:
-        self._fp = fp
-        self.seekable = seekable
-        self._base = fp.tell() if seekable else 0
-        self._pos = 0
-
-    def _go(self, at: int) -> None:
-        if at == self._pos:
-            return
-        if self.seekable:
-            self._fp.seek(self._base + at)
-            self._pos = at
-            return
-        if at < self._pos:
-            raise io.UnsupportedOperation("the underlying file is not seekable, so bytes passed cannot be read again")
-        while self._pos < at:
-            chunk = self._fp.read(min(at - self._pos, 1 << 20))
-            if not chunk:
-                return
-            self._pos += len(chunk)
-
-    def read(self, at: int, size: int) -> bytes:
-        self._go(at)
-        if self._pos != at:  # the file ended before *at*
-            return b""
-        parts = []
-        left = size
-        while left > 0:
-            chunk = self._fp.read(min(left, _READ_CHUNK))
-            if not chunk:
-                break
-            parts.append(chunk)
-            left -= len(chunk)
-            self._pos += len(chunk)  # kept exact, should a later read fail
-        return b"".join(parts)
-
-
 class _FrameMap:
-    """Where every frame's original bytes start and its body lies, from headers only.
+    """Where every frame's original bytes start and its body lies, from headers only
+    (``container.walk.Walker``, which checks every header and end record on the way).
 
-    ``extend()`` maps one more frame, checking stream headers and end records on
-    the way (an end record's sizes and CRC against the frame headers before it),
-    so everything but the frame bodies is verified as far as the map reaches.
-    Bodies are read, CRC-checked and decoded by ``decode(i)`` only.
+    ``extend()`` maps one more frame, so everything but the frame bodies is verified as
+    far as the map reaches. Bodies are read, CRC-checked and decoded by ``decode(i)`` only.
     """
 
-    def __init__(self, source: _Source) -> None:
+    def __init__(self, source: Source) -> None:
         self._source = source
+        self._walker = Walker(source)
         self._starts = array("q")  # original offset of each frame's first byte
-        self._bodies = array("q")  # offset of each frame's body in the compressed data
-        self._numbers = array("q")  # frame number within its stream (for messages)
-        self._first_blocks = array("q")  # number of its first block within its stream (for messages)
-        self._headers = bytearray()  # each frame's header as read, parsed again to decode it
-        self._compact: dict[int, tuple[CompactRecord, bytes]] = {}  # compact records: their fields, first bytes
-        self.size = 0
-        """Original bytes mapped so far."""
-        self.complete = False
-        """True once the data has ended and its end has been checked."""
-        self._at = 0  # offset of the next record
-        self._in_stream = False
-        self._compact_stream = False
-        self._streams = 0
-        self._stream_at = 0
-        self._tally = StreamTally()
+        self._frames: list[FrameEntry] = []
 
     def __len__(self) -> int:
         return len(self._starts)
 
     @property
+    def size(self) -> int:
+        """Original bytes mapped so far."""
+        return self._walker.size
+
+    @property
+    def complete(self) -> bool:
+        """True once the data has ended and its end has been checked."""
+        return self._walker.complete
+
+    @property
     def in_stream(self) -> bool:
         """True while mapping inside a stream; False between streams (or before the first)."""
-        return self._in_stream
+        return self._walker.in_stream
 
     def start(self, i: int) -> int:
         return self._starts[i]
 
     def extend(self) -> bool:
         """Map one more frame; False once the data has ended."""
-        while not self.complete:
-            if not self._in_stream:
-                self._begin_stream()
-                continue
-            if self._compact_stream:
-                self._add_compact()
-                return True
-            kind = bytes(self._source.read(self._at, 1))
-            if not kind:
-                raise TruncatedDataError(
-                    f"data ends at byte {self._at}, before the end of the stream that begins at byte {self._stream_at}"
-                )
-            if kind[0] == KIND_FRAME:
-                self._add_frame(kind)
-                return True
-            if kind[0] != KIND_END:
-                raise CorruptDataError(
-                    f"unknown record kind {kind[0]:#04x} at byte {self._at} "
-                    f"(after frame {self._tally.n_frames - 1} of the stream at byte {self._stream_at})"
-                )
-            self._end_stream(kind)
-        return False
+        frame = self._walker.next()
+        if frame is None:
+            return False
+        self._starts.append(frame.original_offset)
+        self._frames.append(frame)
+        return True
 
     def locate(self, pos: int) -> int | None:
         """The frame holding original byte *pos*, mapping as far as needed; None past the end."""
@@ -223,119 +106,13 @@ class _FrameMap:
 
     def decode(self, i: int) -> npt.NDArray[np.uint8]:
         """Read, check and decode frame *i* (which must be mapped)."""
-        number, first_block, at = self._numbers[i], self._first_blocks[i], self._bodies[i]
-        compact = self._compact.get(i)
-        if compact is not None:
-            rec, head = compact
-            record = head + bytes(self._source.read(at + len(head), rec.end - len(head)))
-            if len(record) < rec.end:
-                raise TruncatedDataError(
-                    f"data ends inside the compact record at byte {at} (needs {rec.end} bytes, has {len(record)})"
-                )
-            return decode_compact(rec, record)
-        raw = bytes(self._headers[i * FRAME_HEADER_SIZE : (i + 1) * FRAME_HEADER_SIZE])
-        header = unpack_frame_header(raw, 0, number)  # checked when mapped: cannot fail
-        body = self._source.read(at, header.body_size)
-        if len(body) < header.body_size:
-            raise TruncatedDataError(
-                f"data ends inside the body of frame {number} at byte {at} "
-                f"(needs {header.body_size} bytes, has {len(body)})"
-            )
-        return decode_frame(header, body, number, first_block)
-
-    def _begin_stream(self) -> None:
-        at = self._at
-        head = bytes(self._source.read(at, STREAM_HEADER_SIZE))
-        first = self._streams == 0
-        if not head and not first:
-            self.complete = True
-            return
-        k = min(len(head), len(MAGIC))
-        if head[:k] != MAGIC[:k]:
-            if first:
-                raise UnsupportedFormatError(f"not a bytepair stream (bad magic number at byte {at})")
-            raise CorruptDataError(f"data after the end of the stream at byte {at} is not a bytepair stream")
-        if len(head) < STREAM_HEADER_SIZE:
-            raise TruncatedDataError(
-                f"data ends inside the stream header at byte {at} (needs {STREAM_HEADER_SIZE} bytes, has {len(head)})"
-            )
-        try:
-            self._compact_stream = unpack_stream_header(head, 0) == COMPACT
-        except BytePairError as exc:
-            raise _moved(exc, at) from None
-        self._streams += 1
-        self._stream_at = at
-        self._at = at + STREAM_HEADER_SIZE
-        self._in_stream = True
-        self._tally = StreamTally()
-
-    def _record(self, kind: bytes, size: int, what: str) -> bytes:
-        raw = kind + bytes(self._source.read(self._at + 1, size - 1))
-        if len(raw) < size:
-            raise TruncatedDataError(
-                f"data ends inside the {what} at byte {self._at} (needs {size} bytes, has {len(raw)})"
-            )
-        return raw
-
-    def _add_frame(self, kind: bytes) -> None:
-        tally = self._tally
-        raw = self._record(kind, FRAME_HEADER_SIZE, f"header of frame {tally.n_frames}")
-        try:
-            header: FrameHeader = unpack_frame_header(raw, 0, tally.n_frames)
-        except BytePairError as exc:
-            raise _moved(exc, self._at) from None
-        self._starts.append(self.size)
-        self._bodies.append(self._at + FRAME_HEADER_SIZE)
-        self._numbers.append(tally.n_frames)
-        self._first_blocks.append(tally.n_blocks)
-        self._headers += raw
-        self.size += header.orig_size
-        tally.add_header(header)
-        self._at += FRAME_HEADER_SIZE + header.body_size
-
-    def _add_compact(self) -> None:
-        """Map a compact stream's record as a frame (from its first bytes, read no further than
-        the record: a pipe cannot go back), and end the stream."""
-        at, tally = self._at, self._tally
-        taken = 0
-
-        def read(n: int) -> bytes:
-            nonlocal taken
-            more = bytes(self._source.read(at + taken, n))
-            taken += len(more)
-            return more
-
-        rec, head = read_compact_head(read, at)
-        self._at = at + rec.end
-        self._in_stream = False
-        tally.add(rec.orig_size, rec.content_crc, 1)
-        if not rec.orig_size:  # an empty stream: no frame (its CRC is that of nothing; checked here)
-            if rec.content_crc:
-                raise faults.content_crc(0)
-            return
-        self._compact[len(self._starts)] = (rec, head)
-        self._starts.append(self.size)
-        self._bodies.append(at)
-        self._numbers.append(0)
-        self._first_blocks.append(0)
-        self._headers += bytes(FRAME_HEADER_SIZE)  # keeps the frames' headers in step
-        self.size += rec.orig_size
-
-    def _end_stream(self, kind: bytes) -> None:
-        raw = self._record(kind, END_SIZE, "end record")
-        try:
-            end = unpack_end(raw, 0)
-        except BytePairError as exc:
-            raise _moved(exc, self._at) from None
-        self._tally.check_end(end, self._at)
-        self._at += END_SIZE
-        self._in_stream = False
+        return read_entry(self._frames[i], self._source)
 
 
 class _Reader:
     """The read side of a ``BytePairFile``: a position, and the one decoded frame that holds it."""
 
-    def __init__(self, source: _Source) -> None:
+    def __init__(self, source: Source) -> None:
         self.source = source
         self.map = _FrameMap(source)
         self.pos = 0
@@ -584,7 +361,7 @@ class BytePairFile(io.BufferedIOBase):
         if mode_code == _READ:
             try:
                 seekable = getattr(self._fp, "seekable", None)
-                self._reader = _Reader(_FileSource(self._fp, bool(seekable and seekable())))
+                self._reader = _Reader(FileSource(self._fp, bool(seekable and seekable())))
             except BaseException:
                 if self._closefp:
                     self._fp.close()
@@ -864,7 +641,7 @@ def decompress_range(data: object, start: int, length: int, *, max_length: int |
     length = _count("length", length)
     if max_length is not None:
         max_length = _count("max_length", max_length)
-    frames = _FrameMap(_MemorySource(as_byte_view(data)))
+    frames = _FrameMap(MemorySource(as_byte_view(data)))
     stop = min(start + length, frames.map_all())
     if start >= stop:
         return b""
