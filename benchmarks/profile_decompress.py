@@ -44,8 +44,8 @@ from _profiling import PhaseTimers, command_line, median_run, print_phases, read
 import bytepair
 from bytepair import backend as _backend
 from bytepair.container import codec as _codec
+from bytepair.container import walk as _walk
 from bytepair.core import expand as _expand
-from bytepair.io import stream as _stream
 
 PROG = "profile_decompress.py"
 
@@ -96,7 +96,7 @@ def profile_once(streams: list[bytes]) -> tuple[float, PhaseTimers, FrameLog]:
         for (owner, name), phase in PHASES.items():
             timers.wrap(owner, name, phase)
         timers.wrap(_backend, "expand", EXPAND, log.observe_expand)
-        timers.wrap(_stream, "decode_frame", FRAME, log.observe_frame)
+        timers.wrap(_walk, "decode_frame", FRAME, log.observe_frame)
         start = time.perf_counter()
         for k, stream in enumerate(streams):
             log.current_input = k

@@ -7,11 +7,11 @@ import io
 import numpy as np
 import numpy.typing as npt
 
-from ._errors import CorruptDataError, TruncatedDataError
 from .container.codec import SPARE, decode_compact_stream, decode_stream, encode_stream
-from .container.format import COMPACT, MAGIC
+from .container.format import COMPACT
+from .container.walk import MemorySource, Walker, decode_entry
 from .core.params import resolve_params
-from .io.stream import BytePairCompressor, StreamParser, as_byte_view, one_frame
+from .io.stream import BytePairCompressor, as_byte_view, check_limit, one_frame
 
 __all__ = ["compress", "decompress"]
 
@@ -71,24 +71,16 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
         out.size = size
         return out.value()
     out = _Output()
-    pos = 0
-    while True:
-        parser = StreamParser(max_length)
-        parser.produced_before = out.size
-        for end, frame in parser.frames(buf, pos, out.room):
-            pos = end
-            out.size += len(frame)
-            del frame  # a view of the output's buffer, which cannot grow while it lives
-        if not parser.done:
-            raise TruncatedDataError(
-                "compressed data ends before the end of the stream"
-                + (f" (after frame {parser.tally.n_frames - 1})" if parser.tally.n_frames else "")
-            )
-        if pos == len(buf):
-            break
-        tail = bytes(buf[pos : pos + len(MAGIC)])
-        if tail != MAGIC[: len(tail)]:
-            raise CorruptDataError(f"data after the end of the stream at byte {pos} is not a bytepair stream")
+    frames = 0
+
+    def limit(orig_size: int) -> None:  # (no reference to the walker: no cycle keeps *buf* exported)
+        check_limit(max_length, out.size, orig_size, frames)
+
+    walker = Walker(MemorySource(buf), whole=True, on_frame=limit)
+    while (entry := walker.next()) is not None:  # frame by frame: what the kernels hand back, and the numpy path
+        rest = buf[entry.offset + len(entry.head) : entry.offset + entry.size]
+        out.size += len(decode_entry(entry, rest, out.room))  # (a view of the output's buffer: dropped at once)
+        frames += 1
     return out.value()
 
 

@@ -194,7 +194,7 @@ def record(content: bytes, kind: int, tail: bytes) -> bytes:
         (record(b"", 0, b"\x80\x80\x80\x01"), CorruptDataError, "size is not one a writer makes"),  # > 3 bytes
         (record(b"", 2, b"\x00"), CorruptDataError, "unknown kind 0x02"),
         (record(b"ab", 0, b"\x02ab\x00"), CorruptDataError, "data after the end of the stream"),
-        (record(b"ab", 0, b"\x03ab"), TruncatedDataError, "ends before the end of the stream"),
+        (record(b"ab", 0, b"\x03ab"), TruncatedDataError, "ends inside the compact record at byte 14"),
         (record(b"ab", 0, b"\x02ac"), CorruptDataError, "fails its CRC-32 check"),
         (pack_stream_header(0x02) + bytes(6), UnsupportedFormatError, "unknown flags 0x02"),
     ],

@@ -227,9 +227,9 @@ def test_output_survives_views_that_outlive_their_frame(
     """``decompress`` decodes frames straight into its output buffer; a view of a frame kept
     alive past it (as a reference cycle does until the collector runs) must cost a copy, not
     a ``BufferError`` or wrong bytes."""
-    import bytepair.io.stream as stream
+    import bytepair.container.walk as walk
 
-    real = vars(stream)["decode_frame"]
+    real = vars(walk)["decode_frame"]
     kept: list[object] = []
 
     def keep_views(*args: object, **kwargs: object) -> object:
@@ -240,10 +240,10 @@ def test_output_survives_views_that_outlive_their_frame(
     data = bytes(range(256)) * 40 + b"views outlive frames " * 500
     with frame_size(5000):
         blob = bytepair.compress(data) * n_streams
-    monkeypatch.setattr(stream, "decode_frame", keep_views)
+    monkeypatch.setattr(walk, "decode_frame", keep_views)
     monkeypatch.setattr(bytepair._core, "decode_stream", lambda *args: -1)  # frame by frame, even for one stream
     assert bytepair.decompress(blob) == data * n_streams
     assert len(kept) == n_streams * -(-len(data) // 5000)
     kept.clear()
-    monkeypatch.setattr(stream, "decode_frame", real)
+    monkeypatch.setattr(walk, "decode_frame", real)
     assert bytepair.decompress(blob) == data * n_streams

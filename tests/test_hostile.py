@@ -378,21 +378,21 @@ def test_decompress_of_damaged_inputs_is_thread_safe() -> None:
 def test_concurrent_use_of_one_decompressor_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A second thread calling into a decompressor that is busy gets RuntimeError, and the
     first call, and the object, carry on undisturbed."""
-    import bytepair.io.stream as stream
+    import bytepair.container.walk as walk
 
     data = b"concurrency " * 4000
     with frame_size(10_000):
         blob = bytepair.compress(data)
     inside = threading.Event()
     release = threading.Event()
-    real = vars(stream)["decode_frame"]
+    real = vars(walk)["decode_frame"]
 
     def slow_decode(*args: object, **kwargs: object) -> object:
         inside.set()
         assert release.wait(10)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(stream, "decode_frame", slow_decode)
+    monkeypatch.setattr(walk, "decode_frame", slow_decode)
     d = BytePairDecompressor()
     first: list[bytes] = []
     t = threading.Thread(target=lambda: first.append(d.decompress(blob[: len(blob) // 2])))
@@ -404,7 +404,7 @@ def test_concurrent_use_of_one_decompressor_is_refused(monkeypatch: pytest.Monke
         _ = d.decompress(b"")
     release.set()
     t.join()
-    monkeypatch.setattr(stream, "decode_frame", real)
+    monkeypatch.setattr(walk, "decode_frame", real)
     rest = d.decompress(blob[len(blob) // 2 :])
     assert d.eof and first[0] + rest == data
 

@@ -106,7 +106,7 @@ def test_decompress_takes_it_for_one_stream(monkeypatch: pytest.MonkeyPatch) -> 
     def refuse(*args: object) -> None:
         raise AssertionError("the frame-by-frame reader ran")
 
-    monkeypatch.setattr(bytepair._core, "StreamParser", refuse)
+    monkeypatch.setattr(bytepair._core, "Walker", refuse)
     for _, blob, data in streams():
         assert bytepair.decompress(blob) == data
         assert bytepair.decompress(bytearray(blob)) == data

@@ -287,7 +287,7 @@ def decode_compact(
 
 def decode_compact_stream(buf: memoryview, max_length: int | None) -> bytes | None:
     """*buf*'s bytes in one compiled call when it is exactly one intact compact stream of at
-    most *max_length* bytes; else None, for the caller's reader (``io.stream.StreamParser``)
+    most *max_length* bytes; else None, for the caller's reader (``container.walk.Walker``)
     to decode it or say what is wrong. None on the numpy path."""
     if not backend.compiled():
         return None
@@ -306,7 +306,7 @@ that do not) cannot make ``decompress`` reserve more than this before it is refu
 def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int], npt.NDArray[np.uint8]]) -> int:
     """Decode *buf* in two compiled calls, into ``into(size)`` (``size + SPARE`` writable
     bytes), when it is one intact stream of at most *max_length* bytes: returns its
-    size, or -1 when the caller must read it frame by frame (``io.stream.StreamParser``:
+    size, or -1 when the caller must read it frame by frame (``container.walk.Walker``:
     the numpy path, several streams, damage of any kind, a limit it would pass), with
     whatever was written to ``into(size)`` to be thrown away.
 

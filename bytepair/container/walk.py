@@ -1,14 +1,16 @@
-"""Walking a file of bytepair streams by its headers: the one map of the container that the
-file reader (``io.file``, which seeks) and the listing (``bytepair -l``, Dask's partitions)
-both take.
+"""Walking a file of bytepair streams by its headers: the one reader of the container's
+structure, which every reader of bytepair data takes.
 
 The grammar is docs/FORMAT.md's: a stream header, then frames and an end record, or one
 compact record; then another stream, or the end of the data. :class:`Walker` reads headers
 only, checks each as it comes (ranges and checks, and an end record against the frames
 before it), and hands out where each frame lies (:class:`FrameEntry`); bodies are the
-caller's to read, check and decode. ``io.stream.StreamParser``, which decodes as bytes
-arrive, and the compiled whole-stream reader (``core.kernels.stream``) read the same
-grammar from a buffer; tests hold all of them to the same answers.
+caller's to read, check and decode (:func:`decode_entry`). It walks a file that seeks
+(``io.file.BytePairFile``) or not (a listing: ``bytepair -l``, Dask's partitions), a
+buffer (``bytepair.decompress`` frame by frame), and a buffer that grows as bytes arrive
+(``io.stream.StreamParser``, *waiting*). The compiled readers of a whole stream and of a
+compact one (``core.kernels.stream``) only accelerate it: they hand anything but an intact
+stream back, and the errors a caller sees are the walker's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -73,18 +76,19 @@ class Source(Protocol):
 
 
 class MemorySource:
-    """An in-memory blob: reading is slicing, without copies."""
+    """An in-memory blob whose first byte is at offset *base*: reading is slicing, without copies."""
 
     seekable = True
 
-    def __init__(self, view: memoryview) -> None:
+    def __init__(self, view: memoryview, base: int = 0) -> None:
         self._view = view
+        self._base = base
 
     def read(self, at: int, size: int) -> memoryview:
-        return self._view[at : at + size]
+        return self._view[at - self._base : at - self._base + size]
 
     def available(self, at: int, size: int) -> int:
-        return max(0, min(size, len(self._view) - at))
+        return max(0, min(size, len(self._view) + self._base - at))
 
 
 class FileSource:
@@ -158,18 +162,38 @@ class FrameEntry:
 
 
 class Walker:
-    """The frames of *source*, one at a time, from the headers (:meth:`next`).
+    """The frames of *source*, one at a time, from the headers (:meth:`next`), from offset *at*.
 
     With *whole*, each frame's body must be there too (a listing, which reads nothing
-    else); without it, a body is checked when it is read. ``size``, ``crc``,
-    ``n_frames`` and ``n_blocks`` count the frames walked; ``at`` is the offset reached,
-    and ``complete`` is true once the data has ended and its end has been checked.
+    else; a reader that decodes as it goes); without it, a body is checked when it is
+    read. With *waiting*, data that ends inside a record may yet go on (bytes arriving):
+    :meth:`next` then returns None with ``needs_more`` set, and takes up at the same
+    record once *source* holds more. *one_stream* stops after the first stream's end.
+    *on_frame* is called with each frame's original size as soon as its header is read,
+    before its body is asked for (a limit on the output).
+
+    ``size``, ``crc``, ``n_frames`` and ``n_blocks`` count the frames walked; ``at`` is the
+    offset reached, and ``complete`` is true once the data (or the one stream) has ended
+    and its end has been checked.
     """
 
-    def __init__(self, source: Source, *, whole: bool = False) -> None:
-        self._source = source
+    def __init__(
+        self,
+        source: Source,
+        *,
+        at: int = 0,
+        whole: bool = False,
+        waiting: bool = False,
+        one_stream: bool = False,
+        on_frame: Callable[[int], object] | None = None,
+    ) -> None:
+        self.source = source
         self._whole = whole
-        self.at = 0
+        self._waiting = waiting
+        self._one_stream = one_stream
+        self._on_frame = on_frame
+        self.needs_more = False
+        self.at = at
         self.complete = False
         self.size = 0
         self.crc = 0
@@ -192,7 +216,18 @@ class Walker:
         return self._in_stream
 
     def next(self) -> FrameEntry | None:
-        """The next frame; None once the data has ended (its end checked)."""
+        """The next frame; None once the data has ended (its end checked), or, *waiting*, when
+        it ends inside a record (``needs_more``)."""
+        self.needs_more = False
+        if not self._waiting:
+            return self._next()
+        try:
+            return self._next()
+        except TruncatedDataError:  # nothing of the record was taken: it is read again once there
+            self.needs_more = True
+            return None
+
+    def _next(self) -> FrameEntry | None:
         while not self.complete:
             if not self._in_stream:
                 self._begin_stream()
@@ -202,7 +237,7 @@ class Walker:
                 if entry is not None:
                     return entry
                 continue
-            kind = bytes(self._source.read(self.at, 1))
+            kind = bytes(self.source.read(self.at, 1))
             if not kind:
                 raise TruncatedDataError(
                     f"data ends at byte {self.at}, before the end of the stream that begins at byte {self._stream_at}"
@@ -219,7 +254,7 @@ class Walker:
 
     def _begin_stream(self) -> None:
         at = self.at
-        head = bytes(self._source.read(at, STREAM_HEADER_SIZE))
+        head = bytes(self.source.read(at, STREAM_HEADER_SIZE))
         first = self.streams == 0
         if not head and not first:
             self.complete = True
@@ -248,7 +283,7 @@ class Walker:
         self._tally = StreamTally()
 
     def _record(self, kind: bytes, size: int, what: str) -> bytes:
-        raw = kind + bytes(self._source.read(self.at + 1, size - 1))
+        raw = kind + bytes(self.source.read(self.at + 1, size - 1))
         if len(raw) < size:
             raise TruncatedDataError(
                 f"data ends inside the {what} at byte {self.at} (needs {size} bytes, has {len(raw)})"
@@ -257,7 +292,7 @@ class Walker:
 
     def _need(self, at: int, size: int, what: str) -> None:
         """With *whole*: raise unless the *size* bytes of *what* at *at* are there."""
-        if self._whole and (present := self._source.available(at, size)) < size:
+        if self._whole and (present := self.source.available(at, size)) < size:
             raise TruncatedDataError(f"data ends inside the {what} at byte {at} (needs {size} bytes, has {present})")
 
     def _frame(self, kind: bytes) -> FrameEntry:
@@ -267,6 +302,8 @@ class Walker:
             header = unpack_frame_header(raw, 0, tally.n_frames)
         except BytePairError as exc:
             raise moved(exc, at) from None
+        if self._on_frame is not None:
+            self._on_frame(header.orig_size)
         self._need(at + FRAME_HEADER_SIZE, header.body_size, f"body of frame {tally.n_frames}")
         entry = FrameEntry(
             at, FRAME_HEADER_SIZE + header.body_size, self.size, header.orig_size, tally.n_frames, tally.n_blocks,
@@ -284,14 +321,17 @@ class Walker:
 
         def read(n: int) -> bytes:
             nonlocal taken
-            more = bytes(self._source.read(at + taken, n))
+            more = bytes(self.source.read(at + taken, n))
             taken += len(more)
             return more
 
         rec, head = read_compact_head(read, at)
+        if self._on_frame is not None and rec.orig_size:
+            self._on_frame(rec.orig_size)
         self._need(at + len(head), rec.end - len(head), "compact record")
         self.at = at + rec.end
         self._in_stream = False
+        self.complete = self._one_stream
         if not rec.orig_size:
             if rec.content_crc:
                 raise faults.content_crc(0)
@@ -316,12 +356,15 @@ class Walker:
         self._tally.check_end(end, self.at)
         self.at += END_SIZE
         self._in_stream = False
+        self.complete = self._one_stream
 
 
-def decode_entry(entry: FrameEntry, rest: bytes | memoryview) -> npt.NDArray[np.uint8]:
+def decode_entry(
+    entry: FrameEntry, rest: bytes | memoryview, into: Callable[[int], npt.NDArray[np.uint8]] | None = None
+) -> npt.NDArray[np.uint8]:
     """Decode and check the frame *entry* stands for, given *rest*: its record's bytes after
     those the walk read (``entry.head``), that is a frame's body, or the rest of a compact
-    record. Short *rest* raises ``TruncatedDataError``."""
+    record. Short *rest* raises ``TruncatedDataError``. *into*: as ``codec.decode_frame``'s."""
     if len(rest) < entry.size - len(entry.head):
         what = "compact record" if entry.compact else f"body of frame {entry.index}"
         at = entry.offset + len(entry.head)
@@ -329,9 +372,9 @@ def decode_entry(entry: FrameEntry, rest: bytes | memoryview) -> npt.NDArray[np.
             f"data ends inside the {what} at byte {at} (needs {entry.size - len(entry.head)} bytes, has {len(rest)})"
         )
     if entry.record is not None:
-        return decode_compact(entry.record, entry.head + bytes(rest))
+        return decode_compact(entry.record, entry.head + bytes(rest), into)
     header = unpack_frame_header(entry.head, 0, entry.index)  # checked when walked: cannot fail
-    return decode_frame(header, rest, entry.index, entry.first_block)
+    return decode_frame(header, rest, entry.index, entry.first_block, into)
 
 
 def read_entry(entry: FrameEntry, source: Source) -> npt.NDArray[np.uint8]:

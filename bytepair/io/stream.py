@@ -2,7 +2,8 @@
 
 ``BytePairCompressor`` and ``BytePairDecompressor`` mirror ``lzma.LZMACompressor``
 and ``lzma.LZMADecompressor``. The one-shot functions in ``_core`` use the same
-``StreamParser``, so there is one reader of the container's stream structure.
+``StreamParser``, which walks the container with ``container.walk.Walker``, as the
+file reader and the listing do: one reader of the container's stream structure.
 """
 
 from __future__ import annotations
@@ -15,27 +16,14 @@ from typing import NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from .._errors import CorruptDataError, OutputLimitError
-from ..container.codec import FRAME_SIZE, decode_compact, decode_frame
-from ..container.format import (
-    COMPACT,
-    END_SIZE,
-    FRAME_HEADER_SIZE,
-    KIND_END,
-    KIND_FRAME,
-    STREAM_HEADER_SIZE,
-    StreamTally,
-    compact_record,
-    one_frame_stream,
-    pack_stream_header,
-    unpack_end,
-    unpack_frame_header,
-    unpack_stream_header,
-)
+from .._errors import OutputLimitError
+from ..container.codec import FRAME_SIZE
+from ..container.format import StreamTally, one_frame_stream, pack_stream_header
+from ..container.walk import MemorySource, Walker, decode_entry
 from ..core.params import resolve_params
 from .parallel import Finished, FramePipeline
 
-__all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view", "one_frame"]
+__all__ = ["BytePairCompressor", "BytePairDecompressor", "StreamParser", "as_byte_view", "check_limit", "one_frame"]
 
 _STREAM_HEADER = pack_stream_header()
 """Every stream's first bytes: packed once (about 10 us a stream, cold)."""
@@ -82,22 +70,46 @@ class _Busy:
         self._lock.release()
 
 
-class StreamParser:
-    """Reads one stream from a growing buffer: header, frames, end.
+def check_limit(max_length: int | None, before: int, orig_size: int, frame: int) -> None:
+    """Raise ``OutputLimitError`` before frame number *frame*, of *orig_size* bytes, takes the
+    output past *max_length* (with *before* bytes out already)."""
+    if max_length is not None and before + orig_size > max_length:
+        raise OutputLimitError(
+            f"output would exceed max_length={max_length} bytes "
+            f"(frame {frame} declares {orig_size} more after {before})"
+        )
 
-    ``frames(buf, pos)`` yields ``(new_pos, decoded_frame)`` for every complete
-    frame from *pos* on; ``done`` is set once the end has been read and checked.
-    Incomplete input simply stops the iteration: the caller decides whether
-    that is truncation (one-shot) or a wait for more (streaming).
+
+class StreamParser:
+    """Reads one stream from a growing buffer, decoding each frame as soon as it is whole:
+    the container's walker (``container.walk.Walker``) over the bytes there so far.
+
+    ``frames(buf, pos)`` yields ``(new_pos, decoded_frame)`` for every complete frame
+    from *pos* on (and the position reached, with nothing, at the stream's end);
+    ``done`` is set once the end has been read and checked. Incomplete input simply
+    stops the iteration: the caller decides whether that is truncation (one-shot) or a
+    wait for more (streaming). *at*: the stream's offset in the caller's data, which
+    positions in messages count from.
     """
 
-    def __init__(self, max_length: int | None = None) -> None:
+    def __init__(self, max_length: int | None = None, *, at: int = 0) -> None:
         self.max_length = max_length
-        self.header_read = False
-        self.compact = False  # the stream is one compact record (its header says)
-        self.done = False
-        self.tally = StreamTally()
         self.produced_before = 0  # output of earlier streams, counted against max_length
+        self._walker = Walker(
+            MemorySource(memoryview(b""), at), at=at, whole=True, waiting=True, one_stream=True, on_frame=self._check
+        )
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream's end has been read and checked."""
+        return self._walker.complete
+
+    @property
+    def frames_read(self) -> int:
+        return self._walker.n_frames
+
+    def _check(self, orig_size: int) -> None:
+        check_limit(self.max_length, self.produced_before + self._walker.size, orig_size, self._walker.n_frames)
 
     def frames(
         self, buf: memoryview, pos: int, into: Callable[[int], npt.NDArray[np.uint8]] | None = None
@@ -105,73 +117,23 @@ class StreamParser:
         """With *into*, each frame is decoded in ``into(orig_size)`` (``orig_size + codec.SPARE``
         writable bytes; ``codec.decode_frame`` asks once the frame is whole, within limits
         and past its first checks)."""
-        while not self.done:
-            if not self.header_read:
-                if len(buf) - pos < STREAM_HEADER_SIZE:
-                    return
-                self.compact = unpack_stream_header(buf, pos) == COMPACT
-                pos += STREAM_HEADER_SIZE
-                self.header_read = True
-                yield pos, _NOTHING
-                continue
-            tally = self.tally
-            if self.compact:
-                rec = compact_record(buf, pos)
-                if rec is None:
-                    return
-                self._check_limit(rec.orig_size)
-                if len(buf) < rec.end:
-                    return
-                out = decode_compact(rec, buf, into)
-                tally.add(rec.orig_size, rec.content_crc, 1)
-                self.done = True
-                yield rec.end, out
-                return
-            if len(buf) - pos < 1:
-                return
-            kind = buf[pos]
-            if kind == KIND_FRAME:
-                if len(buf) - pos < FRAME_HEADER_SIZE:
-                    return
-                header = unpack_frame_header(buf, pos, tally.n_frames)
-                end = pos + FRAME_HEADER_SIZE + header.body_size
-                self._check_limit(header.orig_size)
-                if len(buf) < end:
-                    return
-                out = decode_frame(
-                    header,
-                    buf[pos + FRAME_HEADER_SIZE : end],
-                    tally.n_frames,
-                    tally.n_blocks,
-                    into,
-                )
-                tally.add_header(header)
-                yield end, out
+        walker = self._walker
+        base = walker.at - pos  # the offset in the caller's data of buf's first byte
+        walker.source = MemorySource(buf, base)
+        try:
+            while (entry := walker.next()) is not None:
+                start = entry.offset + len(entry.head) - base
+                out = decode_entry(entry, buf[start : entry.offset + entry.size - base], into)
+                yield entry.offset + entry.size - base, out
                 del out  # may be a view of the caller's buffer, which must be free to grow
-                pos = end
-            elif kind == KIND_END:
-                if len(buf) - pos < END_SIZE:
-                    return
-                tally.check_end(unpack_end(buf, pos), pos)
-                self.done = True
-                yield pos + END_SIZE, _NOTHING
-                return
-            else:
-                raise CorruptDataError(
-                    f"unknown record kind {kind:#04x} at byte {pos} (after frame {tally.n_frames - 1})"
-                )
-
-    def _check_limit(self, orig_size: int) -> None:
-        """Raise ``OutputLimitError`` before a frame of *orig_size* bytes takes the output past the limit."""
-        before = self.produced_before + self.tally.size
-        if self.max_length is not None and before + orig_size > self.max_length:
-            raise OutputLimitError(
-                f"output would exceed max_length={self.max_length} bytes (frame {self.tally.n_frames} "
-                f"declares {orig_size} more after {before})"
-            )
+            if walker.at - base > pos:  # headers read past the last frame (or the end): taken too
+                yield walker.at - base, _NOTHING
+        finally:
+            walker.source = _NO_SOURCE  # no view of the caller's buffer is kept
 
 
 _NOTHING = np.zeros(0, dtype=np.uint8)
+_NO_SOURCE = MemorySource(memoryview(b""))
 
 
 class BytePairCompressor:

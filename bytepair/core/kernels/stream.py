@@ -1,6 +1,6 @@
 """The compiled reader of a whole stream: its header, every frame and its end, in two calls.
 
-``bytepair.decompress`` of one stream in the Python reader (``io.stream.StreamParser``)
+``bytepair.decompress`` of one stream in the Python reader (``container.walk.Walker``)
 takes some 60 Python calls a frame (headers, the limit, the tally, the end record):
 16 us in a warm loop, but 65-75 us when the interpreter's code is cold, as it is after
 other work, on a file whose decoding takes 100-300 us. :func:`plan_stream` checks what
