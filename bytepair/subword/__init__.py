@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from .errors import (
         InvalidIdError,
         MalformedMergesError,
+        MalformedModelError,
         ModelNotFoundError,
         SubwordError,
         UnknownSymbolError,
+        UnsupportedModelError,
         VocabMismatchError,
     )
     from .learn import learn, learn_merges
@@ -35,9 +37,11 @@ if TYPE_CHECKING:
 _WHERE = {
     "InvalidIdError": ".errors",
     "MalformedMergesError": ".errors",
+    "MalformedModelError": ".errors",
     "ModelNotFoundError": ".errors",
     "SubwordError": ".errors",
     "UnknownSymbolError": ".errors",
+    "UnsupportedModelError": ".errors",
     "VocabMismatchError": ".errors",
     "learn": ".learn",
     "learn_merges": ".learn",
@@ -67,10 +71,12 @@ __all__ = [
     "WORD_END",
     "InvalidIdError",
     "MalformedMergesError",
+    "MalformedModelError",
     "ModelNotFoundError",
     "SubwordError",
     "Tokenizer",
     "UnknownSymbolError",
+    "UnsupportedModelError",
     "VocabMismatchError",
     "count_words",
     "learn",

@@ -69,11 +69,14 @@ def learn(
     min_frequency: int = 2,
     scheme: Scheme = "word",
     observer: MergeObserver | None = None,
+    unk_token: str | None = None,
 ) -> Tokenizer:
     """Learn up to *merges* merges from *corpus* (lines, a path or a list of paths) or from *counts*.
 
     *counts* are word (or chunk) counts from :func:`~bytepair.subword.count_words`,
     summed over the parts of a corpus as needed; give *corpus* or *counts*, not both.
+    *unk_token* (say ``"<unk>"``) is what a character never met in training becomes
+    when encoding, with the id after the merges' (see :class:`Tokenizer`).
     """
     if merges is None or isinstance(merges, bool) or not isinstance(merges, int) or merges < 0:
         raise ValueError(f"merges must be a non-negative int, not {merges!r}")
@@ -85,7 +88,7 @@ def learn(
         assert corpus is not None
         counts = count_words(corpus, scheme=scheme)
     found = learn_merges(counts, merges, min_frequency=min_frequency, scheme=scheme, observer=observer)
-    return Tokenizer(found.merges, scheme=scheme, alphabet=found.alphabet)
+    return Tokenizer(found.merges, scheme=scheme, alphabet=found.alphabet, unk_token=unk_token)
 
 
 def learn_merges(

@@ -14,10 +14,17 @@ vocabulary costs a split and a dictionary lookup per word.
 * ``byte`` scheme: chunks are cut by GPT-2's pattern, symbols are the chunk's
   UTF-8 bytes spelt with GPT-2's printable characters; ``decode(encode(s)) == s``
   for every ``str``.
+
+A symbol the vocabulary lacks (a character never met in training, a byte a loaded
+model has no id for) raises :class:`UnknownSymbolError` in :meth:`Tokenizer.encode`,
+unless the tokenizer has an ``unk_token``: then it becomes that token, as in
+Hugging Face ``tokenizers`` (one unknown symbol, one unk token; merges never
+cross it, since no merge holds a symbol that has no id).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,7 +35,15 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidIdError, UnknownSymbolError, VocabMismatchError
-from .formats import bytes_to_unicode, read_codes, read_gpt2, unicode_to_bytes, write_codes, write_gpt2
+from .formats import (
+    bytes_to_unicode,
+    read_codes,
+    read_gpt2,
+    read_vocab_file,
+    unicode_to_bytes,
+    write_codes,
+    write_gpt2,
+)
 from .words import SCHEMES, WORD_END, Scheme, split_chunks, split_words
 
 __all__ = ["Tokenizer"]
@@ -83,6 +98,11 @@ class Tokenizer:
     *alphabet* is the base symbols, in id order (word scheme: the characters met
     in training, sorted; byte scheme: the 256 bytes). When *vocab* is not given
     the ids are the alphabet's, then one per merge result in merge order.
+
+    *unk_token* (say ``"<unk>"``) is what a symbol outside the vocabulary becomes in
+    :meth:`tokenize` and :meth:`encode`; it is added to the vocabulary with the next
+    free id (one more than the largest) when it is not there, and its id decodes to
+    its text. Without it such a symbol raises :class:`UnknownSymbolError`.
     """
 
     def __init__(
@@ -92,6 +112,7 @@ class Tokenizer:
         scheme: Scheme = "word",
         alphabet: Sequence[str] | None = None,
         vocab: dict[str, int] | None = None,
+        unk_token: str | None = None,
     ) -> None:
         if scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
@@ -102,6 +123,14 @@ class Tokenizer:
         else:
             _check_vocab(vocab, self.merges)
         self.vocab: dict[str, int] = dict(vocab)
+        if unk_token is not None and (not isinstance(unk_token, str) or not unk_token):
+            raise ValueError(f"unk_token must be a non-empty str or None, not {unk_token!r}")
+        self.unk_token: str | None = unk_token
+        self._unk_id: int | None = None
+        if unk_token is not None:
+            if unk_token not in self.vocab:
+                self.vocab[unk_token] = max(self.vocab.values(), default=-1) + 1
+            self._unk_id = self.vocab[unk_token]
         self._tokens = {i: token for token, i in self.vocab.items()}
         self._ranks: dict[tuple[str, str], int] = {}
         for rank, pair in enumerate(self.merges):
@@ -115,7 +144,8 @@ class Tokenizer:
         self._table: Any = None  # the compiled encoder's merge table, made on first use
 
     def __repr__(self) -> str:
-        return f"<Tokenizer scheme={self.scheme!r} merges={len(self.merges)} vocab={len(self.vocab)}>"
+        unk = f" unk_token={self.unk_token!r}" if self.unk_token is not None else ""
+        return f"<Tokenizer scheme={self.scheme!r} merges={len(self.merges)} vocab={len(self.vocab)}{unk}>"
 
     # -- one word -------------------------------------------------------------------------------
 
@@ -175,9 +205,10 @@ class Tokenizer:
         The cache is the token ids of every word back to back (``_flat``), each
         word's ``_starts``/``_lens`` and ``_index`` (word -> its place): encode
         gathers a text's ids from it with numpy, without a list per word. A word
-        holding a symbol the vocabulary lacks raises :class:`UnknownSymbolError`
-        when *strict*, else stays out of the cache (``tokenize`` and ``apply``
-        still tokenize it, as strings).
+        holding a symbol the vocabulary lacks gets the unk token's id there, if
+        the tokenizer has one; else it raises :class:`UnknownSymbolError` when
+        *strict*, or stays out of the cache (``tokenize`` and ``apply`` still
+        tokenize it, as strings).
         """
         if not missing:
             return
@@ -198,14 +229,21 @@ class Tokenizer:
             base += len(merged)
             words = [word for word, k in zip(words, known, strict=True) if not k]
         vocab = self.vocab
+        unk = self._unk_id
         ids: list[int] = []
         word_lens: list[int] = []
         for word in words:
             try:
-                tokens = [vocab[token] for token in self.tokenize_word(word)]
+                if unk is None:
+                    tokens = [vocab[token] for token in self.tokenize_word(word)]
+                else:
+                    tokens = [vocab.get(token, unk) for token in self.tokenize_word(word)]
             except KeyError as exc:
                 if strict:
-                    raise UnknownSymbolError(f"{word!r}: the vocabulary has no token {exc.args[0]!r}") from None
+                    raise UnknownSymbolError(
+                        f"{word!r}: the vocabulary has no token {exc.args[0]!r}"
+                        " (give the tokenizer an unk_token= to encode unknown symbols as one token)"
+                    ) from None
                 continue
             self._index[word] = len(self._index)
             ids.extend(tokens)
@@ -277,7 +315,7 @@ class Tokenizer:
         pieces = self._cache.get(word)
         if pieces is None:
             ids = self._word_ids(word)
-            if ids is None:
+            if ids is None or self._unk_id in ids:  # the unk token stands for symbols: spell them
                 return self.tokenize_word(word)
             pieces = self._cache[word] = tuple(self._tokens[i] for i in ids)
         return pieces
@@ -289,11 +327,17 @@ class Tokenizer:
         return split_words(text) if self.scheme == "word" else split_chunks(text)
 
     def tokenize(self, text: str) -> list[str]:
-        """The tokens of *text*, in order."""
-        return list(chain.from_iterable(self._pieces(self.words(text))))
+        """The tokens of *text*, in order (a symbol outside the vocabulary as the unk token, if any)."""
+        pieces = chain.from_iterable(self._pieces(self.words(text)))
+        unk = self.unk_token
+        if unk is None:
+            return list(pieces)
+        vocab = self.vocab
+        return [piece if piece in vocab else unk for piece in pieces]
 
     def encode(self, text: str) -> list[int]:
-        """The token ids of *text*; :class:`UnknownSymbolError` for a symbol the vocabulary lacks."""
+        """The token ids of *text*. A symbol the vocabulary lacks is the unk token's id, or,
+        without an unk token, :class:`UnknownSymbolError`."""
         slots = self._slots(self.words(text))
         lens = self._lens[slots]
         if not len(lens):
@@ -302,7 +346,12 @@ class Tokenizer:
         return self._flat[np.repeat(shift, lens) + np.arange(int(lens.sum()))].tolist()  # type: ignore[no-any-return]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary."""
+        """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary.
+
+        The unk token's id decodes to the unk token's text (in the word scheme it
+        carries no word end: the word it ends runs on into the next, as in
+        Hugging Face's decoder).
+        """
         tokens = self._tokens
         try:
             pieces = [tokens[i] for i in ids]
@@ -313,7 +362,13 @@ class Tokenizer:
             text = "".join(pieces).replace(WORD_END, " ")
             return text[:-1] if text.endswith(" ") else text
         table = unicode_to_bytes()
-        data = bytes(table[ch] for ch in "".join(pieces))
+        unk = self.unk_token
+        data = None
+        if unk is None or unk not in pieces:
+            with contextlib.suppress(KeyError):
+                data = bytes(table[ch] for ch in "".join(pieces))
+        if data is None:  # the unk token, or tokens of a loaded vocabulary spelt outside GPT-2's byte map, are text
+            data = b"".join(piece.encode("utf-8") if piece == unk else _piece_bytes(piece, table) for piece in pieces)
         try:
             return data.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:  # ids that cut a character in two: replaced, as GPT-2's decoders do
@@ -416,12 +471,39 @@ class Tokenizer:
             write_gpt2(path, self.vocab, self.merges)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
-        """A codes file (word scheme) or a GPT-2 model directory (byte scheme), told apart by what *path* is."""
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        vocab: str | os.PathLike[str] | None = None,
+        unk_token: str | None = None,
+    ) -> Tokenizer:
+        """A codes file (word scheme) or a GPT-2 model directory (byte scheme), told apart by what *path* is.
+
+        *vocab* (codes files only) is a subword-nmt vocabulary file (``get-vocab``'s
+        ``token count`` lines): every character of its tokens joins the alphabet, so a
+        model loaded from codes has an id for every character of the text the
+        vocabulary was counted on, not only for those its merges mention. The ids
+        are then those :func:`~bytepair.subword.learn` gives: the characters in both
+        forms (``c``, ``c</w>``), sorted, then one per merge result. The file's order
+        and counts do not set ids. *unk_token* is :class:`Tokenizer`'s.
+        """
         if Path(path).is_dir():
-            vocab, merges = read_gpt2(path)
-            return cls(merges, scheme="byte", vocab=vocab)
-        return cls(read_codes(path), scheme="word")
+            if vocab is not None:
+                raise ValueError("vocab= is a subword-nmt vocabulary file: it goes with a codes file")
+            table, merges = read_gpt2(path)
+            return cls(merges, scheme="byte", vocab=table, unk_token=unk_token)
+        merges = read_codes(path)
+        alphabet = None
+        if vocab is not None:
+            chars = _base_chars(merges) | {ch for token in read_vocab_file(vocab) for ch in token}
+            alphabet = sorted(chars | {ch + WORD_END for ch in chars})
+        return cls(merges, scheme="word", alphabet=alphabet, unk_token=unk_token)
+
+
+def _piece_bytes(piece: str, table: dict[str, int]) -> bytes:
+    """A byte-level token's bytes; a character outside GPT-2's byte map stands for its own UTF-8."""
+    return b"".join(bytes((table[ch],)) if ch in table else ch.encode("utf-8", "surrogatepass") for ch in piece)
 
 
 def _default_vocab(merges: list[tuple[str, str]], scheme: Scheme, alphabet: Sequence[str] | None) -> dict[str, int]:
@@ -430,13 +512,18 @@ def _default_vocab(merges: list[tuple[str, str]], scheme: Scheme, alphabet: Sequ
         if scheme == "byte":
             alphabet = bytes_to_unicode()
         else:  # a loaded codes file: the characters of the symbols no merge makes, in both forms
-            made = {left + right for left, right in merges}
-            chars = {s.removesuffix(WORD_END) for pair in merges for s in pair if s not in made}
+            chars = _base_chars(merges)
             alphabet = sorted(chars | {ch + WORD_END for ch in chars})
     vocab: dict[str, int] = {}
     for token in chain(alphabet, (left + right for left, right in merges)):
         vocab.setdefault(token, len(vocab))
     return vocab
+
+
+def _base_chars(merges: list[tuple[str, str]]) -> set[str]:
+    """The characters of a codes file: its symbols that no merge makes, without ``</w>``."""
+    made = {left + right for left, right in merges}
+    return {s.removesuffix(WORD_END) for pair in merges for s in pair if s not in made}
 
 
 def _check_vocab(vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
