@@ -254,3 +254,35 @@ def test_save_writes_through_a_temporary_file(tmp_path: Path) -> None:
     tok.save(path)
     tok.save(path)
     assert [p.name for p in tmp_path.iterdir()] == ["codes"] and Tokenizer.load(path).merges == tok.merges
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("codes", "#version: 0.2\na b\n", "codes"),
+        ("codes", "", "codes"),
+        ("model.json", '\ufeff  {"model": {}}', "tokenizer.json"),
+        ("model", "IQ== 0\nIg== 1\n", "tiktoken"),
+        ("model.txt", "IQ== 0\r\n", "tiktoken"),
+        ("model.tiktoken", "a b\n", "codes"),  # the content decides, when there is one
+        ("absent.json", None, "tokenizer.json"),
+        ("absent.tiktoken", None, "tiktoken"),
+        ("absent", None, "codes"),
+    ],
+)
+def test_detect_format(tmp_path: Path, name: str, content: str | None, expected: str) -> None:
+    from bytepair.subword.formats import detect_format
+
+    if content is not None:
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    assert detect_format(tmp_path / name) == expected
+    assert detect_format(tmp_path) == "gpt2"
+
+
+def test_a_pipe_is_a_codes_file_and_is_not_read_to_detect_it(tmp_path: Path) -> None:
+    import os
+
+    from bytepair.subword.formats import detect_format
+
+    os.mkfifo(tmp_path / "pipe")
+    assert detect_format(tmp_path / "pipe") == "codes"  # returns at once: nothing opened the pipe

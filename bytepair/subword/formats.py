@@ -1,4 +1,5 @@
-"""The files a model lives in: subword-nmt's codes file, GPT-2's ``vocab.json`` + ``merges.txt``.
+"""The files a model lives in: subword-nmt's codes file, GPT-2's ``vocab.json`` + ``merges.txt``;
+which format a path holds. (``tokenizer.json``: :mod:`.tokenizer_json`; tiktoken's rank file: :mod:`.ranks`.)
 
 * codes file (word scheme): ``#version: 0.2``, then one merge a line, ``left right``;
   the word-final symbols carry ``</w>`` (``e r</w>``). This is what
@@ -25,17 +26,21 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal, TypeAlias
 
 from ..io.atomic import atomic_output
 from .errors import MalformedMergesError, MalformedModelError, ModelNotFoundError, VocabMismatchError
 
 __all__ = [
     "CODES_HEADER",
+    "FORMATS",
     "MERGES_NAME",
     "VOCAB_NAME",
     "bytes_to_unicode",
+    "detect_format",
     "read_codes",
     "read_gpt2",
     "read_vocab_file",
@@ -50,6 +55,46 @@ VOCAB_NAME = "vocab.json"
 MERGES_NAME = "merges.txt"
 
 Merge = tuple[str, str]
+
+Format: TypeAlias = Literal["codes", "gpt2", "tokenizer.json", "tiktoken"]
+FORMATS: tuple[Format, ...] = ("codes", "gpt2", "tokenizer.json", "tiktoken")
+"""The model formats bytepair reads and writes: subword-nmt's codes file, GPT-2's directory
+(``vocab.json`` + ``merges.txt``), Hugging Face's ``tokenizer.json``, tiktoken's rank file."""
+
+_RANK_LINE = re.compile(rb"[A-Za-z0-9+/]+={0,2} [0-9]+\r?")
+
+
+def detect_format(path: str | os.PathLike[str]) -> Format:
+    """The format of the model at *path*, from what it holds; from its name when it cannot be read.
+
+    A directory is GPT-2's; a file whose text starts with ``{`` is a ``tokenizer.json``,
+    one whose first line is ``<base64> <number>`` a tiktoken rank file, anything else
+    a codes file (whose reader then says what is wrong with it). A missing file is
+    told by its suffix (``.json``, ``.tiktoken``), so that the error names the
+    expected file. A pipe or device (``/dev/stdin``) is a codes file: looking into
+    it would consume what the reader needs.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return "gpt2"
+    if path.exists() and not path.is_file():
+        return "codes"
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(4096)
+    except OSError:
+        head = b""
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if start.startswith(b"{"):
+        return "tokenizer.json"
+    if _RANK_LINE.fullmatch(start.split(b"\n", 1)[0]):
+        return "tiktoken"
+    if not head and not path.exists():
+        if path.suffix == ".json":
+            return "tokenizer.json"
+        if path.suffix == ".tiktoken":
+            return "tiktoken"
+    return "codes"
 
 
 @functools.cache

@@ -29,14 +29,16 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, pairwise, repeat
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import InvalidIdError, UnknownSymbolError, VocabMismatchError
+from .errors import InvalidIdError, UnknownSymbolError, UnsupportedModelError, VocabMismatchError
 from .formats import (
+    FORMATS,
+    Format,
     bytes_to_unicode,
+    detect_format,
     read_codes,
     read_gpt2,
     read_vocab_file,
@@ -462,23 +464,50 @@ class Tokenizer:
 
     # -- files ----------------------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Word scheme: a subword-nmt codes file at *path*. Byte scheme: ``vocab.json`` and
-        ``merges.txt`` in the directory *path* (made if missing)."""
-        if self.scheme == "word":
+    def save(self, path: str | os.PathLike[str], format: Format | None = None) -> None:
+        """Write the model at *path* in *format* (one of :data:`~.formats.FORMATS`).
+
+        Without *format*: a word-scheme model is a subword-nmt codes file, a byte-scheme
+        one a GPT-2 directory (``vocab.json`` and ``merges.txt`` in the directory
+        *path*, made if missing). ``"codes"`` is for the word scheme; ``"gpt2"``,
+        ``"tokenizer.json"`` (Hugging Face's one file) and ``"tiktoken"`` (a rank
+        file, :meth:`save_tiktoken`) are for the byte scheme. Files are written
+        through a temporary file renamed into place.
+        """
+        if format is None:
+            format = "codes" if self.scheme == "word" else "gpt2"
+        if format not in FORMATS:
+            raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+        if (format == "codes") != (self.scheme == "word"):
+            wanted = "a word-scheme (subword-nmt)" if format == "codes" else "a byte-scheme (GPT-2)"
+            raise ValueError(f"format {format!r} holds {wanted} model; this one is {self.scheme}-scheme")
+        if format == "codes":
             write_codes(path, self.merges)
-        else:
+        elif format == "gpt2":
             write_gpt2(path, self.vocab, self.merges)
+        elif format == "tokenizer.json":
+            from .tokenizer_json import write_tokenizer_json
+
+            write_tokenizer_json(path, self.vocab, self.merges, self.unk_token)
+        else:
+            self.save_tiktoken(path)
 
     @classmethod
     def load(
         cls,
         path: str | os.PathLike[str],
         *,
+        format: Format | None = None,
         vocab: str | os.PathLike[str] | None = None,
         unk_token: str | None = None,
     ) -> Tokenizer:
-        """A codes file (word scheme) or a GPT-2 model directory (byte scheme), told apart by what *path* is.
+        """The model at *path*, in *format*, or in the format :func:`~.formats.detect_format` finds.
+
+        Detected: a directory is GPT-2's (byte scheme); a file starting with ``{`` a
+        Hugging Face ``tokenizer.json`` (byte scheme, see :mod:`.tokenizer_json` for
+        what is read); one whose first line is ``<base64> <rank>`` a tiktoken rank
+        file (:meth:`load_tiktoken`, GPT-2's pattern); anything else a subword-nmt
+        codes file (word scheme).
 
         *vocab* (codes files only) is a subword-nmt vocabulary file (``get-vocab``'s
         ``token count`` lines): every character of its tokens joins the alphabet, so a
@@ -486,19 +515,117 @@ class Tokenizer:
         vocabulary was counted on, not only for those its merges mention. The ids
         are then those :func:`~bytepair.subword.learn` gives: the characters in both
         forms (``c``, ``c</w>``), sorted, then one per merge result. The file's order
-        and counts do not set ids. *unk_token* is :class:`Tokenizer`'s.
+        and counts do not set ids.
+
+        *unk_token* is :class:`Tokenizer`'s; a ``tokenizer.json`` names its own,
+        which *unk_token* replaces when given.
         """
-        if Path(path).is_dir():
-            if vocab is not None:
-                raise ValueError("vocab= is a subword-nmt vocabulary file: it goes with a codes file")
+        if format is None:
+            format = detect_format(path)
+        if format not in FORMATS:
+            raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+        if vocab is not None and format != "codes":
+            raise ValueError("vocab= is a subword-nmt vocabulary file: it goes with a codes file")
+        if format == "gpt2":
             table, merges = read_gpt2(path)
             return cls(merges, scheme="byte", vocab=table, unk_token=unk_token)
+        if format == "tokenizer.json":
+            from .tokenizer_json import read_tokenizer_json
+
+            model = read_tokenizer_json(path)
+            unk = model.unk_token if unk_token is None else unk_token
+            return cls(model.merges, scheme="byte", vocab=model.vocab, unk_token=unk)
+        if format == "tiktoken":
+            return cls.load_tiktoken(path, unk_token=unk_token)
         merges = read_codes(path)
         alphabet = None
         if vocab is not None:
             chars = _base_chars(merges) | {ch for token in read_vocab_file(vocab) for ch in token}
             alphabet = sorted(chars | {ch + WORD_END for ch in chars})
         return cls(merges, scheme="word", alphabet=alphabet, unk_token=unk_token)
+
+    def save_tiktoken(self, path: str | os.PathLike[str]) -> dict[int, int]:
+        """Write a byte-scheme model as a tiktoken rank file at *path*; returns each id's rank.
+
+        Written: the 256 bytes and every merge result (tiktoken keeps the unk token and
+        other added tokens apart, as ``special_tokens``: they are left out). The ranks
+        are the ids whenever the ids of merge results grow in merge order (every model
+        bytepair learns, GPT-2's, Hugging Face's trainer's): then tiktoken gives
+        bytepair's ids. Otherwise the bytes get ranks 0-255 in the order of their ids
+        and the merge results 256 on in merge order, and the returned map says which.
+        A model whose merges tiktoken cannot reproduce (two merges making one token, a
+        merge tiktoken's rank rule would make from other parts) raises
+        :class:`~.errors.UnsupportedModelError` and writes nothing.
+        """
+        from .ranks import merges_from_ranks, write_ranks
+
+        if self.scheme != "byte":
+            raise ValueError("a tiktoken rank file holds a byte-scheme (GPT-2) model; this one is word-scheme")
+        table = unicode_to_bytes()
+        byte_ids: list[int] = []
+        for byte, ch in enumerate(bytes_to_unicode()):
+            if ch not in self.vocab:
+                raise UnsupportedModelError(f"tiktoken needs every byte: byte {byte:#04x} ({ch!r}) has no id")
+            byte_ids.append(self.vocab[ch])
+        made: list[str] = []
+        for number, (left, right) in enumerate(self.merges, start=1):
+            if left + right in made:
+                raise UnsupportedModelError(
+                    f"merge {number} ({left} {right}) makes {left + right!r} again: a rank file names each token once"
+                )
+            made.append(left + right)
+        try:
+            spelt = {token: bytes(table[ch] for ch in token) for token in (*bytes_to_unicode(), *made)}
+        except KeyError as exc:
+            raise UnsupportedModelError(f"a merge result holds {exc.args[0]!r}, not a GPT-2 byte character") from None
+        made_ids = [self.vocab[token] for token in made]
+        if all(a < b for a, b in pairwise(made_ids)):
+            ids = {token: self.vocab[token] for token in spelt}
+        else:
+            order = sorted(range(256), key=byte_ids.__getitem__)
+            ids = {bytes_to_unicode()[byte]: rank for rank, byte in enumerate(order)}
+            ids.update((token, 256 + k) for k, token in enumerate(made))
+        ranks = {spelt[token]: rank for token, rank in ids.items()}
+        ours = [(spelt[left], spelt[right]) for left, right in self.merges]
+        theirs = merges_from_ranks(ranks, "these merges as ranks")
+        for number, (mine, other) in enumerate(zip(ours, theirs, strict=True), start=1):
+            if mine != other:
+                raise UnsupportedModelError(
+                    f"merge {number} joins {mine!r}; tiktoken, merging by the ranks, would join {other!r}: "
+                    "a rank file cannot hold these merges"
+                )
+        write_ranks(path, ranks)
+        return {self.vocab[token]: rank for token, rank in ids.items()}
+
+    @classmethod
+    def load_tiktoken(
+        cls, path: str | os.PathLike[str], pattern: str = "gpt2", *, unk_token: str | None = None
+    ) -> Tokenizer:
+        """A byte-scheme model from a tiktoken rank file: ids are the ranks, merges rebuilt from them.
+
+        The merges are rebuilt as tiktoken's converters do (:func:`.ranks.merges_from_ranks`):
+        for each token in rank order, the split into two lower-ranked tokens that merging
+        its bytes by rank ends in. *pattern* is the pre-split: ``"gpt2"`` (tiktoken's
+        ``gpt2``/``r50k_base`` pattern, also given as the regex itself) is the only one
+        bytepair implements; cl100k_base's and o200k_base's are refused.
+        """
+        from .ranks import merges_from_ranks, read_ranks
+        from .tokenizer_json import GPT2_PATTERNS
+
+        if pattern != "gpt2" and pattern not in GPT2_PATTERNS:
+            raise UnsupportedModelError(
+                f"pattern {pattern!r}: bytepair cuts text by GPT-2's pattern only (pattern='gpt2', tiktoken's "
+                "gpt2 and r50k_base); cl100k_base's and o200k_base's patterns are not implemented"
+            )
+        ranks = read_ranks(path)
+        merges = merges_from_ranks(ranks, os.fspath(path))
+        table = bytes_to_unicode()
+
+        def spell(token: bytes) -> str:
+            return "".join(table[b] for b in token)
+
+        vocab = {spell(token): rank for token, rank in ranks.items()}
+        return cls([(spell(a), spell(b)) for a, b in merges], scheme="byte", vocab=vocab, unk_token=unk_token)
 
 
 def _piece_bytes(piece: str, table: dict[str, int]) -> bytes:
