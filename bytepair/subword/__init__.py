@@ -11,7 +11,10 @@
 ``scheme="word"`` is Sennrich's (subword-nmt: words split on spaces, ``</w>`` on
 the last character, the same merges as ``subword-nmt learn-bpe``);
 ``scheme="byte"`` is GPT-2's (pre-split chunks of UTF-8 bytes, ``vocab.json`` +
-``merges.txt`` that Hugging Face ``tokenizers`` reads). See ``docs/subword.md``.
+``merges.txt`` that Hugging Face ``tokenizers`` reads). A byte-scheme model is also
+saved and loaded as Hugging Face's ``tokenizer.json`` and as tiktoken's rank file
+(``save(path, format=...)``, ``Tokenizer.load`` finds the format); ``unk_token=``
+makes symbols without an id one token. See ``docs/subword.md``.
 """
 
 from __future__ import annotations
