@@ -4,7 +4,9 @@ Applying merges to a word is subword-nmt's and GPT-2's rule: among the word's
 adjacent pairs take the one merged earliest in training, merge all its
 occurrences left to right, repeat until no pair of the word was ever merged.
 Each distinct word is tokenized once and kept in a cache, so text of ordinary
-vocabulary costs a split and a dictionary lookup per word.
+vocabulary costs a split and a lookup per word: on the compiled path ``encode``
+and ``decode`` are one compiled call each (``_compiled.Encoder``: the split, the
+cache and the merges in C, no Python loop per word).
 
 * ``word`` scheme: words are split as subword-nmt splits them, symbols are
   characters with ``</w>`` glued to the last one; tokens keep the ``</w>``
@@ -27,12 +29,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import chain, pairwise, repeat
 from typing import Any
 
 import numpy as np
 
+from .. import backend
 from .errors import InvalidIdError, UnknownSymbolError, UnsupportedModelError, VocabMismatchError
 from .formats import (
     FORMATS,
@@ -86,9 +89,14 @@ def _batches(lines: Iterable[str], size: int = 4096) -> Iterator[list[str]]:
 
 def _use_kernels(nsymbols: int) -> bool:
     """Whether the compiled merge table runs (``bytepair.backend`` decides, once per process)."""
-    from .. import backend
-
     return backend.compiled()
+
+
+def _unknown_symbol(word: str, token: str) -> UnknownSymbolError:
+    return UnknownSymbolError(
+        f"{word!r}: the vocabulary has no token {token!r}"
+        " (give the tokenizer an unk_token= to encode unknown symbols as one token)"
+    )
 
 
 _CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied when it grows past this
@@ -144,6 +152,7 @@ class Tokenizer:
         self._starts: Any = np.zeros(0, np.int64)
         self._lens: Any = np.zeros(0, np.int64)
         self._table: Any = None  # the compiled encoder's merge table, made on first use
+        self._encoder: Any = None  # the compiled encoder (_compiled.Encoder), made on first use
 
     def __repr__(self) -> str:
         unk = f" unk_token={self.unk_token!r}" if self.unk_token is not None else ""
@@ -197,11 +206,11 @@ class Tokenizer:
         slots = np.fromiter(map(index.get, words, repeat(-1)), np.int64, len(words))
         new = np.flatnonzero(slots < 0)
         if len(new):
-            self._fill({words[i] for i in new.tolist()}, strict=True)
+            self._fill(dict.fromkeys(words[i] for i in new.tolist()), strict=True)  # in order: the first error
             slots[new] = [index[words[i]] for i in new.tolist()]
         return slots
 
-    def _fill(self, missing: set[str], *, strict: bool) -> None:
+    def _fill(self, missing: Collection[str], *, strict: bool) -> None:
         """Tokenize *missing* words into the id cache: compiled on the compiled path.
 
         The cache is the token ids of every word back to back (``_flat``), each
@@ -209,8 +218,9 @@ class Tokenizer:
         gathers a text's ids from it with numpy, without a list per word. A word
         holding a symbol the vocabulary lacks gets the unk token's id there, if
         the tokenizer has one; else it raises :class:`UnknownSymbolError` when
-        *strict*, or stays out of the cache (``tokenize`` and ``apply`` still
-        tokenize it, as strings).
+        *strict* (for the first such word of *missing*, and the cache is left as it
+        was), or stays out of the cache (``tokenize`` and ``apply`` still tokenize
+        it, as strings).
         """
         if not missing:
             return
@@ -219,12 +229,13 @@ class Tokenizer:
         words = list(missing)
         flats, starts, lens = [self._flat], [self._starts], [self._lens]
         base = len(self._flat)
+        index: dict[str, int] = {}  # the new words' places: entered with the arrays, after the last error
         if _use_kernels(sum(map(len, words))):
             flat, lengths, known = self._spell(words)
             covered = [word for word, k in zip(words, known, strict=True) if k]
             merged, slot_starts, merged_lengths = self._merge_table().apply(flat, lengths)
             first = len(self._index)
-            self._index.update(zip(covered, range(first, first + len(covered)), strict=True))
+            index.update(zip(covered, range(first, first + len(covered)), strict=True))
             flats.append(merged)
             starts.append(slot_starts + base)
             lens.append(merged_lengths)
@@ -242,12 +253,9 @@ class Tokenizer:
                     tokens = [vocab.get(token, unk) for token in self.tokenize_word(word)]
             except KeyError as exc:
                 if strict:
-                    raise UnknownSymbolError(
-                        f"{word!r}: the vocabulary has no token {exc.args[0]!r}"
-                        " (give the tokenizer an unk_token= to encode unknown symbols as one token)"
-                    ) from None
+                    raise _unknown_symbol(word, exc.args[0]) from None
                 continue
-            self._index[word] = len(self._index)
+            index[word] = len(self._index) + len(index)
             ids.extend(tokens)
             word_lens.append(len(tokens))
         if word_lens:
@@ -256,6 +264,7 @@ class Tokenizer:
             starts.append(base + np.cumsum(counts) - counts)
             lens.append(counts)
         self._flat, self._starts, self._lens = (np.concatenate(parts) for parts in (flats, starts, lens))
+        self._index.update(index)
 
     def _clear_cache(self) -> None:
         self._index = {}
@@ -301,6 +310,22 @@ class Tokenizer:
             table[byte] = self.vocab.get(ch, -1)
         return table
 
+    def _compiled_encoder(self) -> Any:
+        """The compiled encoder (:class:`._compiled.Encoder`), made on first use."""
+        if self._encoder is None:
+            from . import _kernels
+
+            self._encoder = _kernels.encoder(
+                self.merges, self.vocab, self.scheme, "gpt2", self._unk_id, self._unknown_word
+            )
+        return self._encoder
+
+    def _unknown_word(self, word: str) -> UnknownSymbolError:
+        """The error for *word*, which holds a symbol without an id: it names the first."""
+        vocab = self.vocab
+        token = next((symbol for symbol in self._symbols(word) if symbol not in vocab), word)
+        return _unknown_symbol(word, token)
+
     def _merge_table(self) -> Any:
         if self._table is None:
             from . import _kernels
@@ -339,7 +364,16 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         """The token ids of *text*. A symbol the vocabulary lacks is the unk token's id, or,
-        without an unk token, :class:`UnknownSymbolError`."""
+        without an unk token, :class:`UnknownSymbolError`.
+
+        On the compiled path one compiled call cuts the text, looks its words up in the
+        cache of words met before and merges only the new ones.
+        """
+        if backend.compiled():
+            encoder = self._encoder
+            if encoder is None:
+                encoder = self._compiled_encoder()
+            return encoder.encode(text)  # type: ignore[no-any-return]
         slots = self._slots(self.words(text))
         lens = self._lens[slots]
         if not len(lens):
@@ -354,6 +388,19 @@ class Tokenizer:
         carries no word end: the word it ends runs on into the next, as in
         Hugging Face's decoder).
         """
+        if backend.compiled():
+            if isinstance(ids, np.ndarray):
+                ids = ids.tolist()
+            if isinstance(ids, (list, tuple)):
+                encoder = self._encoder
+                if encoder is None:
+                    encoder = self._compiled_encoder()
+                text = encoder.decode(ids)
+                if text is not None:
+                    return text  # type: ignore[no-any-return]
+        return self._decode(ids)
+
+    def _decode(self, ids: Iterable[int]) -> str:
         tokens = self._tokens
         try:
             pieces = [tokens[i] for i in ids]
