@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip(
@@ -189,3 +189,103 @@ def test_sparse_ids_decode_through_python() -> None:
     tok = Tokenizer([], scheme="byte", vocab=vocab)
     assert tok.decode(tok.encode("hi")) == "hi"
     assert tok.encode("hi") == [104000, 105000]
+
+
+# -- batches ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_shares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text its own share's worth: small batches are cut into as many shares as threads."""
+    from bytepair.subword import tokenizer
+
+    monkeypatch.setattr(tokenizer, "MIN_SHARE", 1)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batch=st.lists(texts, max_size=12),
+    scheme=st.sampled_from(["word", "byte"]),
+    threads=st.integers(0, 4),
+)
+def test_encode_batch_is_encode_of_each(
+    models: dict[tuple[str, bool], Tokenizer], small_shares: None, batch: list[str], scheme: str, threads: int
+) -> None:
+    tok = models[scheme, True]
+    fresh = Tokenizer(tok.merges, scheme=tok.scheme, vocab=tok.vocab, unk_token=tok.unk_token)
+    assert tok.encode_batch(batch, threads=threads) == [fresh.encode(text) for text in batch]
+    ids = [fresh.encode(text) for text in batch]
+    assert tok.decode_batch(ids, threads=threads) == [fresh.decode(i) for i in ids]
+
+
+def test_a_batch_raises_for_its_first_unknown_word(small_shares: None) -> None:
+    tok = learn(["low lower lowest"] * 2, 10)
+    batch = ["low", "low lazy", "low", "lazy zoo", "lower"] * 3
+    for threads in (1, 2, 4):
+        with pytest.raises(UnknownSymbolError, match=r"^'lazy'"):
+            tok.encode_batch(batch, threads=threads)
+    assert tok.encode_batch(["low lower"] * 9, threads=3) == [tok.encode("low lower")] * 9
+    with pytest.raises(TypeError, match="text 1 is a bytes"):
+        tok.encode_batch(["low", b"low"], threads=1)  # type: ignore[list-item]
+
+
+def test_decode_batch_takes_any_sequences_of_ids_and_raises_for_a_bad_one(small_shares: None) -> None:
+    np = pytest.importorskip("numpy")
+    tok = learn(TRAINING, 100, scheme="byte")
+    ids = tok.encode("Hello world")
+    assert tok.decode_batch([ids, tuple(ids), np.array(ids), iter(ids), []], threads=2) == ["Hello world"] * 4 + [""]
+    with pytest.raises(InvalidIdError, match="10000000"):
+        tok.decode_batch([ids, [1, 10_000_000], ["x"]], threads=2)
+
+
+@pytest.mark.parametrize("threads", [True, 1.5, "2"])
+def test_threads_must_be_an_int(threads: object) -> None:
+    tok = learn(TRAINING, 10, scheme="byte")
+    with pytest.raises(TypeError, match="threads must be an integer"):
+        tok.encode_batch(["x"], threads=threads)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="threads must be >= 0"):
+        tok.decode_batch([[1]], threads=-1)
+
+
+def test_batches_on_the_numpy_path() -> None:
+    tok = learn(TRAINING, 100, scheme="byte")
+    with backend.use("numpy"):
+        ids = tok.encode_batch(TRAINING, threads=2)
+        assert ids == [tok.encode(text) for text in TRAINING]
+        assert tok.decode_batch(ids, threads=2) == TRAINING
+
+
+def test_threads_share_one_cache_without_harm(small_shares: None) -> None:
+    """Batches and single calls from many threads at once, on one tokenizer: the ids of a fresh
+    tokenizer every time, and the cache keeps words that every later call finds."""
+    import threading
+
+    text = english("calgary/paper1")
+    lines = text.split("\n")
+    tok = learn(lines, 1500, scheme="byte")
+    fresh = Tokenizer(tok.merges, scheme="byte", vocab=tok.vocab)
+    expected = [fresh.encode(line) for line in lines]
+    failures: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(6):
+                lo = rng.randrange(len(lines))
+                hi = min(len(lines), lo + rng.randint(1, 400))
+                if rng.random() < 0.5:
+                    got = tok.encode_batch(lines[lo:hi], threads=rng.randint(1, 3))
+                else:
+                    got = [tok.encode(line) for line in lines[lo:hi]]
+                assert got == expected[lo:hi]
+        except BaseException as exc:  # pragma: no cover - reported below
+            failures.append(exc)
+
+    workers = [threading.Thread(target=work, args=(seed,)) for seed in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not failures
+    assert tok.encode_batch(lines, threads=2) == expected
+    assert [tok.encode(line) for line in lines] == expected

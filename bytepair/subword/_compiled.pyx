@@ -849,6 +849,7 @@ cdef enum:
 
 cdef enum:
     CACHE_LIMIT = 1 << 20  # words a shared cache keeps: past this it is emptied
+    BLOCK = 2048  # texts of a batch share done per release of the GIL (each release hands the GIL over)
     FIRST_PLACES = 1 << 10  # places of a new cache's table
     DECODE_WORD_END = 1  # Encoder.decode: "</w>" becomes " ", and a last " " goes
 
@@ -1687,7 +1688,6 @@ cdef class Encoder:
         cdef int64_t *ends
         cdef Py_ssize_t k = lo, b, m, start, bad = -1, bad_start = 0, bad_end = 0
         cdef int status = OK
-        cdef int64_t BLOCK = 256
         if not 0 <= lo <= hi <= len(texts) or len(out) != len(texts):
             raise ValueError("the share is outside the batch")
         memset(&ids, 0, sizeof(Ids))
@@ -1730,18 +1730,11 @@ cdef class Encoder:
 
     # -- decoding ------------------------------------------------------------------------------
 
-    cdef int _gather(self, const int64_t *ids, Py_ssize_t n, Ids *buffer, int64_t *size) noexcept nogil:
-        """Each id's bytes back to back, in ``buffer`` (as bytes), their number in *size*; the word
-        scheme's ``</w>`` made a space, and a last space dropped."""
+    cdef int64_t _gather(self, const int64_t *ids, Py_ssize_t n, uint8_t *data) noexcept nogil:
+        """Write the bytes of *n* ids at *data* (room for the sum of their lengths); returns how many
+        are kept: the word scheme's ``</w>`` made a space, and a last space dropped."""
         cdef Py_ssize_t k
-        cdef int64_t total = 0, at, i, j
-        cdef uint8_t *data
-        for k in range(n):
-            total += self.token_length[ids[k]]
-        if _grow(<void **> &buffer.data, &buffer.room, total // 8 + 1, sizeof(int64_t)):
-            return NO_MEMORY
-        data = <uint8_t *> buffer.data
-        at = 0
+        cdef int64_t at = 0, i, j
         for k in range(n):
             memcpy(data + at, self.token_bytes + self.token_start[ids[k]], <size_t> self.token_length[ids[k]])
             at += self.token_length[ids[k]]
@@ -1761,16 +1754,22 @@ cdef class Encoder:
             at = j
             if at and data[at - 1] == BLANK:
                 at -= 1
-        size[0] = at
-        return OK
+        return at
+
+    cdef int64_t _size(self, const int64_t *ids, Py_ssize_t n) noexcept nogil:
+        cdef int64_t total = 0
+        cdef Py_ssize_t k
+        for k in range(n):
+            total += self.token_length[ids[k]]
+        return total
 
     cdef int _read_ids(self, object ids, Ids *out) except -1:
-        """The items of the list or tuple *ids* as int64 into *out*: 1 if one is not an id of this
-        vocabulary (or not an int): the caller's path then decides."""
+        """Append the items of the list or tuple *ids* to *out* as int64: 1 (and *out* as it was) if
+        one is not an id of this vocabulary (or not an int): the caller's path then decides."""
         cdef Py_ssize_t n = sequence_size(ids), k
         cdef PyObject *item
         cdef long long value
-        if _grow(<void **> &out.data, &out.room, n, sizeof(int64_t)):
+        if _grow(<void **> &out.data, &out.room, out.used + n, sizeof(int64_t)):
             raise MemoryError()
         for k in range(n):
             item = sequence_item(ids, k)
@@ -1782,8 +1781,8 @@ cdef class Encoder:
                 return 1
             if value < 0 or value >= self.ntokens or self.token_start[value] < 0:
                 return 1
-            out.data[k] = value
-        out.used = n
+            out.data[out.used + k] = value
+        out.used += n
         return 0
 
     cdef object _text(self, const uint8_t *data, int64_t size):
@@ -1795,49 +1794,70 @@ cdef class Encoder:
 
     def decode(self, ids):
         """The text of *ids* (a list or tuple), or None when one is not an id of the vocabulary."""
-        cdef Ids values, buffer
-        cdef int64_t size = 0
-        cdef int status
-        memset(&values, 0, sizeof(Ids))
-        memset(&buffer, 0, sizeof(Ids))
-        if _ids_init(&values, 16) or _ids_init(&buffer, 16):
-            free(values.data)
-            free(buffer.data)
+        cdef Ids values
+        cdef uint8_t *data = NULL
+        cdef int64_t size
+        if _ids_init(&values, 16):
             raise MemoryError()
         try:
             if self._read_ids(ids, &values):
                 return None
-            status = self._gather(values.data, values.used, &buffer, &size)
-            if status:
+            data = <uint8_t *> malloc(<size_t> self._size(values.data, values.used) + 1)
+            if data == NULL:
                 raise MemoryError()
-            return self._text(<const uint8_t *> buffer.data, size)
+            size = self._gather(values.data, values.used, data)
+            return self._text(data, size)
         finally:
             free(values.data)
-            free(buffer.data)
+            free(data)
 
     def decode_share(self, list batch, Py_ssize_t lo, Py_ssize_t hi, list out):
         """Decode ``batch[lo:hi]`` (lists or tuples of ids) into ``out[lo:hi]``, the GIL released while
         bytes are gathered; an item that holds a non-id is left None (the caller's path decides)."""
-        cdef Ids values, buffer
-        cdef int64_t size = 0
-        cdef Py_ssize_t k
-        cdef int status = OK
+        cdef Ids values, data
+        cdef int64_t *ends = NULL  # each item's end in values
+        cdef int64_t *at = NULL  # each item's start in data
+        cdef int64_t *sizes = NULL  # each item's bytes (-1: not ids)
+        cdef Py_ssize_t k = lo, b, m
+        cdef int64_t first, total
         if not 0 <= lo <= hi <= len(batch) or len(out) != len(batch):
             raise ValueError("the share is outside the batch")
         memset(&values, 0, sizeof(Ids))
-        memset(&buffer, 0, sizeof(Ids))
+        memset(&data, 0, sizeof(Ids))
         try:
-            if _ids_init(&values, 1024) or _ids_init(&buffer, 1024):
+            ends = <int64_t *> malloc(BLOCK * sizeof(int64_t))
+            at = <int64_t *> malloc(BLOCK * sizeof(int64_t))
+            sizes = <int64_t *> malloc(BLOCK * sizeof(int64_t))
+            if ends == NULL or at == NULL or sizes == NULL or _ids_init(&values, 1024) or _ids_init(&data, 1024):
                 raise MemoryError()
-            for k in range(lo, hi):
-                item = batch[k]
-                if not isinstance(item, (list, tuple)) or self._read_ids(item, &values):
-                    continue
+            while k < hi:
+                m = hi - k if hi - k < BLOCK else BLOCK
+                values.used = 0
+                for b in range(m):  # each item's ids, back to back
+                    item = batch[k + b]
+                    sizes[b] = 0 if isinstance(item, (list, tuple)) and not self._read_ids(item, &values) else -1
+                    ends[b] = values.used
                 with nogil:
-                    status = self._gather(values.data, values.used, &buffer, &size)
-                if status:
+                    total = self._size(values.data, values.used)
+                    if _grow(<void **> &data.data, &data.room, total // 8 + 1, sizeof(int64_t)):
+                        total = -1
+                    else:
+                        first = total = 0
+                        for b in range(m):
+                            at[b] = total
+                            total += self._size(values.data + first, ends[b] - first)
+                            if sizes[b] == 0:
+                                sizes[b] = self._gather(values.data + first, ends[b] - first, <uint8_t *> data.data + at[b])
+                            first = ends[b]
+                if total < 0:
                     raise MemoryError()
-                out[k] = self._text(<const uint8_t *> buffer.data, size)
+                for b in range(m):
+                    if sizes[b] >= 0:
+                        out[k + b] = self._text(<const uint8_t *> data.data + at[b], sizes[b])
+                k += m
         finally:
             free(values.data)
-            free(buffer.data)
+            free(data.data)
+            free(ends)
+            free(at)
+            free(sizes)

@@ -29,9 +29,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from itertools import chain, pairwise, repeat
-from typing import Any
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from itertools import accumulate, chain, pairwise, repeat
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -100,6 +105,65 @@ def _unknown_symbol(word: str, token: str) -> UnknownSymbolError:
 
 
 _CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied when it grows past this
+
+MIN_SHARE = 1 << 15
+"""Least work (characters to encode, ids to decode) worth a thread of its own in a batch."""
+
+
+def _workers(threads: int) -> int:
+    """The threads a batch may use: *threads*, or one per core the process may use when 0."""
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"threads must be an integer, not {type(threads).__name__}")
+    if threads < 0:
+        raise ValueError(f"threads must be >= 0 (0 = all cores), got {threads}")
+    if threads == 0:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not every platform has affinity
+            return os.cpu_count() or 1
+    return threads
+
+
+def _share_edges(sizes: list[int], workers: int) -> list[tuple[int, int]]:
+    """*sizes* cut into at most *workers* runs of about equal total size (at least MIN_SHARE each)."""
+    ends = list(accumulate(sizes))
+    total = ends[-1] if ends else 0
+    parts = max(1, min(workers, len(sizes), total // MIN_SHARE))
+    cuts = [0, *(bisect_left(ends, total * k // parts) + 1 for k in range(1, parts)), len(sizes)]
+    return [(lo, hi) for lo, hi in pairwise(cuts) if hi > lo]
+
+
+_thread_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """Worker threads for batches, one pool per size, kept for the life of the process."""
+    from concurrent.futures import ThreadPoolExecutor  # imported on first use: start-up stays short
+
+    with _pools_lock:
+        pool = _thread_pools.get(workers)
+        if pool is None:
+            pool = _thread_pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="bytepair-subword")
+        return pool
+
+
+def _in_shares(job: Callable[..., Any], items: list[Any], out: list[Any], sizes: list[int], workers: int) -> list[Any]:
+    """``job(items, lo, hi, out)`` for each share of *items*, the first in the caller's thread and the
+    others on worker threads at the same time; their results in order. Every share is done before
+    this returns or raises (the first error, in share order)."""
+    edges = _share_edges(sizes, workers)
+    if len(edges) <= 1:
+        return [job(items, 0, len(items), out)]
+    from concurrent.futures import wait
+
+    pool = _thread_pool(len(edges) - 1)
+    futures = [pool.submit(job, items, lo, hi, out) for lo, hi in edges[1:]]
+    try:
+        first = job(items, *edges[0], out)
+    finally:
+        wait(futures)
+    return [first, *(future.result() for future in futures)]
 
 
 class Tokenizer:
@@ -399,6 +463,52 @@ class Tokenizer:
                 if text is not None:
                     return text  # type: ignore[no-any-return]
         return self._decode(ids)
+
+    def encode_batch(self, texts: Iterable[str], threads: int = 0) -> list[list[int]]:
+        """:meth:`encode` of each of *texts*, on *threads* threads (0: one per core).
+
+        On the compiled path the texts are cut into one share per thread, of about
+        equal length, each encoded with the GIL released. The cache of words is read
+        by all of them and written by none while they run: each share keeps the words
+        new to it in a cache of its own, and those are added to the shared cache when
+        every share is done (so two shares may both tokenize a word new to both). The
+        ids are :meth:`encode`'s. On the numpy path the texts are encoded one by one.
+        """
+        batch = list(texts)
+        workers = _workers(threads)
+        if not backend.compiled():
+            return [self.encode(text) for text in batch]
+        encoder = self._encoder
+        if encoder is None:
+            encoder = self._compiled_encoder()
+        out: list[Any] = [None] * len(batch)
+        sizes = [len(text) if isinstance(text, str) else 0 for text in batch]
+        encoder.hold()
+        try:
+            found = _in_shares(encoder.encode_share, batch, out, sizes, workers)
+        finally:
+            encoder.release()
+        for words in found:
+            encoder.adopt(words)
+        return out
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], threads: int = 0) -> list[str]:
+        """:meth:`decode` of each of *batch*, on *threads* threads (0: one per core); the first
+        item holding an id outside the vocabulary raises :class:`InvalidIdError`."""
+        items: list[Any] = [ids.tolist() if isinstance(ids, np.ndarray) else ids for ids in batch]
+        items = [ids if isinstance(ids, (list, tuple)) else list(ids) for ids in items]
+        workers = _workers(threads)
+        if not backend.compiled():
+            return [self.decode(ids) for ids in items]
+        encoder = self._encoder
+        if encoder is None:
+            encoder = self._compiled_encoder()
+        out: list[Any] = [None] * len(items)
+        _in_shares(encoder.decode_share, items, out, list(map(len, items)), workers)
+        for k, text in enumerate(out):
+            if text is None:  # an item the compiled decoder left to the Python one: it decodes or raises
+                out[k] = self._decode(items[k])
+        return out
 
     def _decode(self, ids: Iterable[int]) -> str:
         tokens = self._tokens
