@@ -191,13 +191,15 @@ def test_what_save_tiktoken_needs(tmp_path: Path) -> None:
     assert with_unk.vocab["<unk>"] not in ranks and len(load_tiktoken_bpe(str(tmp_path / "x"))) == 258
 
 
-def test_only_gpt2s_pattern(tmp_path: Path, ours: tuple[Tokenizer, Any]) -> None:
+def test_patterns_by_name_or_regex(tmp_path: Path, ours: tuple[Tokenizer, Any]) -> None:
     tok, _ = ours
     tok.save_tiktoken(tmp_path / "model.tiktoken")
-    for pattern in ("cl100k_base", "o200k_base", r"\w+"):
-        with pytest.raises(UnsupportedModelError, match=r"GPT-2's pattern only \(pattern='gpt2'"):
+    for pattern in (r"\w+", "cl100k_bas"):
+        with pytest.raises(UnsupportedModelError, match=r"GPT-2's, cl100k_base's and o200k_base's patterns only"):
             Tokenizer.load_tiktoken(tmp_path / "model.tiktoken", pattern)
     assert Tokenizer.load_tiktoken(tmp_path / "model.tiktoken", GPT2_PATTERN).merges == tok.merges
+    for pattern, name in (("cl100k_base", "cl100k"), ("o200k", "o200k"), ("r50k_base", "gpt2")):
+        assert Tokenizer.load_tiktoken(tmp_path / "model.tiktoken", pattern).pattern == name
 
 
 @pytest.mark.parametrize(

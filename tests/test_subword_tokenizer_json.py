@@ -209,7 +209,7 @@ SPLIT_REMOVED["pretokenizers"][0].update(pattern={"Regex": GPT2_PATTERN}, behavi
         ("pre_tokenizer.add_prefix_space", KeyError, MalformedModelError, "without its add_prefix_space field"),
         ("pre_tokenizer.use_regex", KeyError, None, ""),  # tokenizers' default: on
         ("pre_tokenizer.use_regex", False, UnsupportedModelError, "without use_regex"),
-        ("pre_tokenizer", SPLIT_OTHER, UnsupportedModelError, "implements GPT-2's pattern only"),
+        ("pre_tokenizer", SPLIT_OTHER, UnsupportedModelError, "implements GPT-2's, cl100k's and o200k's patterns only"),
         ("pre_tokenizer", SPLIT_REMOVED, UnsupportedModelError, "behavior 'Removed'"),
         (
             "post_processor",

@@ -26,7 +26,7 @@ from .errors import InvalidIdError, SubwordError, UnknownSymbolError
 from .formats import FORMATS
 from .learn import learn, learn_merges, word_symbols
 from .tokenizer import Tokenizer
-from .words import SCHEMES, Scheme, count_words
+from .words import PATTERNS, SCHEMES, Pattern, Scheme, count_words
 
 __all__ = ["explain_main", "main"]
 
@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
         help="codes file (word scheme; default: standard output) or model directory (byte scheme; required)",
     )
     learner.add_argument("--scheme", choices=SCHEMES, default="word", help="word: subword-nmt's; byte: GPT-2's")
+    learner.add_argument(
+        "--pattern",
+        choices=tuple(PATTERNS),
+        help="byte scheme's pre-split (default gpt2); with cl100k or o200k -o is a tokenizer.json, which keeps it",
+    )
     learner.add_argument(
         "--min-frequency", type=int, default=2, metavar="K", help="stop when no pair occurs K times (default 2)"
     )
@@ -95,6 +100,11 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unk-token", metavar="STR", help="what a symbol without an id becomes (default: an error), and its id"
     )
+    parser.add_argument(
+        "--pattern",
+        choices=tuple(PATTERNS),
+        help="pre-split of a tiktoken rank file or a GPT-2 directory, which do not record it (default gpt2)",
+    )
     parser.add_argument("-i", "--input", metavar="IN", help="input (UTF-8); default: standard input")
     parser.add_argument("-o", "--output", metavar="OUT", help="where to write; default: standard output")
 
@@ -108,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("-s must be >= 0 and --min-frequency >= 1")
         if args.scheme == "byte" and not args.output:
             parser.error("--scheme byte writes a model directory: give it with -o DIR")
+        if args.scheme == "word" and args.pattern:
+            parser.error("--pattern is the byte scheme's pre-split")
     with _quiet_sigpipe():
         try:
             run = {"learn": _learn, "apply": _apply, "encode": _encode, "decode": _decode}[args.command]
@@ -146,17 +158,25 @@ def _stdin(newline: str = "") -> TextIO:
 
 def _learn(args: argparse.Namespace) -> int:
     scheme: Scheme = args.scheme
+    pattern: Pattern = args.pattern or "gpt2"
     if args.input:
-        counts = count_words([Path(name) for name in args.input], scheme=scheme)
+        counts = count_words([Path(name) for name in args.input], scheme=scheme, pattern=pattern)
     else:
-        counts = count_words(_stdin(), scheme=scheme)
+        counts = count_words(_stdin(), scheme=scheme, pattern=pattern)
     meter = _Meter(args.symbols, sys.stderr if sys.stderr.isatty() else None)
     try:
-        tok = learn(counts=counts, merges=args.symbols, min_frequency=args.min_frequency, scheme=scheme, observer=meter)
+        tok = learn(
+            counts=counts,
+            merges=args.symbols,
+            min_frequency=args.min_frequency,
+            scheme=scheme,
+            observer=meter,
+            pattern=args.pattern,
+        )
     finally:
         meter.close()
     if args.output:
-        tok.save(args.output)
+        tok.save(args.output, format="tokenizer.json" if pattern != "gpt2" else None)
     else:
         sys.stdout.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in tok.merges))
     return 0
@@ -202,7 +222,9 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _encode(args: argparse.Namespace) -> int:
     """Each line's tokens (or ids), space-separated; the line end is not encoded (it ends the output line)."""
-    tok = Tokenizer.load(args.model, format=args.format, vocab=args.vocab, unk_token=args.unk_token)
+    tok = Tokenizer.load(
+        args.model, format=args.format, vocab=args.vocab, unk_token=args.unk_token, pattern=args.pattern
+    )
 
     def encode(line: str, number: int) -> str:
         if not args.ids:
@@ -217,7 +239,7 @@ def _encode(args: argparse.Namespace) -> int:
 
 def _decode(args: argparse.Namespace) -> int:
     """Each line's ids (space-separated integers) as text."""
-    tok = Tokenizer.load(args.model, format=args.format, unk_token=args.unk_token)
+    tok = Tokenizer.load(args.model, format=args.format, unk_token=args.unk_token, pattern=args.pattern)
 
     def decode(line: str, number: int) -> str:
         ids: list[int] = []

@@ -13,8 +13,9 @@ cache and the merges in C, no Python loop per word).
   (``["low", "er</w>"]``), so :meth:`Tokenizer.decode` knows where words end.
   :meth:`Tokenizer.apply` gives ``subword-nmt apply-bpe``'s line instead
   (``low@@ er``). ``decode(encode(s))`` is *s* with its whitespace normalised.
-* ``byte`` scheme: chunks are cut by GPT-2's pattern, symbols are the chunk's
-  UTF-8 bytes spelt with GPT-2's printable characters; ``decode(encode(s)) == s``
+* ``byte`` scheme: chunks are cut by GPT-2's pattern (or tiktoken's cl100k_base or
+  o200k_base pattern, ``pattern=``), symbols are the chunk's UTF-8 bytes spelt with
+  GPT-2's printable characters; ``decode(encode(s)) == s``
   for every ``str``.
 
 A symbol the vocabulary lacks (a character never met in training, a byte a loaded
@@ -54,7 +55,7 @@ from .formats import (
     write_codes,
     write_gpt2,
 )
-from .words import SCHEMES, WORD_END, Scheme, split_chunks, split_words
+from .words import SCHEMES, WORD_END, Pattern, Scheme, check_pattern, pattern_of, split_chunks, split_words
 
 __all__ = ["Tokenizer"]
 
@@ -177,6 +178,10 @@ class Tokenizer:
     :meth:`tokenize` and :meth:`encode`; it is added to the vocabulary with the next
     free id (one more than the largest) when it is not there, and its id decodes to
     its text. Without it such a symbol raises :class:`UnknownSymbolError`.
+
+    *pattern* is the byte scheme's pre-split: ``"gpt2"`` (the default), ``"cl100k"`` or
+    ``"o200k"`` (tiktoken's cl100k_base and o200k_base patterns, :data:`.words.PATTERNS`);
+    the word scheme has none (``None``).
     """
 
     def __init__(
@@ -187,10 +192,14 @@ class Tokenizer:
         alphabet: Sequence[str] | None = None,
         vocab: dict[str, int] | None = None,
         unk_token: str | None = None,
+        pattern: Pattern | None = None,
     ) -> None:
         if scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
+        if scheme == "word" and pattern is not None:
+            raise ValueError("pattern= is the byte scheme's pre-split; the word scheme splits on spaces")
         self.scheme: Scheme = scheme
+        self.pattern: Pattern | None = None if scheme == "word" else check_pattern(pattern or "gpt2")
         self.merges: list[tuple[str, str]] = [(left, right) for left, right in merges]
         if vocab is None:
             vocab = _default_vocab(self.merges, scheme, alphabet)
@@ -220,7 +229,8 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         unk = f" unk_token={self.unk_token!r}" if self.unk_token is not None else ""
-        return f"<Tokenizer scheme={self.scheme!r} merges={len(self.merges)} vocab={len(self.vocab)}{unk}>"
+        pattern = f" pattern={self.pattern!r}" if self.pattern not in (None, "gpt2") else ""
+        return f"<Tokenizer scheme={self.scheme!r}{pattern} merges={len(self.merges)} vocab={len(self.vocab)}{unk}>"
 
     # -- one word -------------------------------------------------------------------------------
 
@@ -380,7 +390,7 @@ class Tokenizer:
             from . import _kernels
 
             self._encoder = _kernels.encoder(
-                self.merges, self.vocab, self.scheme, "gpt2", self._unk_id, self._unknown_word
+                self.merges, self.vocab, self.scheme, self.pattern, self._unk_id, self._unknown_word
             )
         return self._encoder
 
@@ -415,7 +425,7 @@ class Tokenizer:
 
     def words(self, text: str) -> list[str]:
         """The words (word scheme) or chunks (byte scheme) *text* is cut into before merging."""
-        return split_words(text) if self.scheme == "word" else split_chunks(text)
+        return split_chunks(text, self.pattern) if self.pattern is not None else split_words(text)
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of *text*, in order (a symbol outside the vocabulary as the unk token, if any)."""
@@ -630,6 +640,11 @@ class Tokenizer:
         ``"tokenizer.json"`` (Hugging Face's one file) and ``"tiktoken"`` (a rank
         file, :meth:`save_tiktoken`) are for the byte scheme. Files are written
         through a temporary file renamed into place.
+
+        The pre-split pattern is kept by ``tokenizer.json`` (its ``Split``); a rank file
+        holds none (give it to :meth:`load_tiktoken`), and a GPT-2 directory is GPT-2's
+        pattern only: a model with another pattern raises :class:`UnsupportedModelError`
+        there (save it as ``tokenizer.json``).
         """
         if format is None:
             format = "codes" if self.scheme == "word" else "gpt2"
@@ -641,11 +656,17 @@ class Tokenizer:
         if format == "codes":
             write_codes(path, self.merges)
         elif format == "gpt2":
+            if self.pattern != "gpt2":
+                raise UnsupportedModelError(
+                    f"a GPT-2 directory (vocab.json + merges.txt) cuts text by GPT-2's pattern; this model cuts by "
+                    f"{self.pattern}'s: save it with format='tokenizer.json', which keeps the pattern (or 'tiktoken', "
+                    f"then load it with pattern={self.pattern!r})"
+                )
             write_gpt2(path, self.vocab, self.merges)
         elif format == "tokenizer.json":
             from .tokenizer_json import write_tokenizer_json
 
-            write_tokenizer_json(path, self.vocab, self.merges, self.unk_token)
+            write_tokenizer_json(path, self.vocab, self.merges, self.unk_token, self.pattern or "gpt2")
         else:
             self.save_tiktoken(path)
 
@@ -657,6 +678,7 @@ class Tokenizer:
         format: Format | None = None,
         vocab: str | os.PathLike[str] | None = None,
         unk_token: str | None = None,
+        pattern: str | None = None,
     ) -> Tokenizer:
         """The model at *path*, in *format*, or in the format :func:`~.formats.detect_format` finds.
 
@@ -676,6 +698,11 @@ class Tokenizer:
 
         *unk_token* is :class:`Tokenizer`'s; a ``tokenizer.json`` names its own,
         which *unk_token* replaces when given.
+
+        *pattern* (byte scheme: ``"gpt2"``, ``"cl100k"``, ``"o200k"``, or one of their
+        regexes) is the pre-split of a rank file or a GPT-2 directory, which do not
+        record one (default ``"gpt2"``); a ``tokenizer.json`` records its own, and a
+        *pattern* that differs from it is a ``ValueError``.
         """
         if format is None:
             format = detect_format(path)
@@ -683,17 +710,21 @@ class Tokenizer:
             raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
         if vocab is not None and format != "codes":
             raise ValueError("vocab= is a subword-nmt vocabulary file: it goes with a codes file")
+        if pattern is not None and format == "codes":
+            raise ValueError("pattern= is the byte scheme's pre-split: a codes file holds a word-scheme model")
         if format == "gpt2":
             table, merges = read_gpt2(path)
-            return cls(merges, scheme="byte", vocab=table, unk_token=unk_token)
+            return cls(merges, scheme="byte", vocab=table, unk_token=unk_token, pattern=_pattern(pattern or "gpt2"))
         if format == "tokenizer.json":
             from .tokenizer_json import read_tokenizer_json
 
             model = read_tokenizer_json(path)
+            if pattern is not None and _pattern(pattern) != model.pattern:
+                raise ValueError(f"{os.fspath(path)} cuts text by {model.pattern}'s pattern, not by {pattern!r}")
             unk = model.unk_token if unk_token is None else unk_token
-            return cls(model.merges, scheme="byte", vocab=model.vocab, unk_token=unk)
+            return cls(model.merges, scheme="byte", vocab=model.vocab, unk_token=unk, pattern=model.pattern)
         if format == "tiktoken":
-            return cls.load_tiktoken(path, unk_token=unk_token)
+            return cls.load_tiktoken(path, pattern or "gpt2", unk_token=unk_token)
         merges = read_codes(path)
         alphabet = None
         if vocab is not None:
@@ -762,18 +793,14 @@ class Tokenizer:
 
         The merges are rebuilt as tiktoken's converters do (:func:`.ranks.merges_from_ranks`):
         for each token in rank order, the split into two lower-ranked tokens that merging
-        its bytes by rank ends in. *pattern* is the pre-split: ``"gpt2"`` (tiktoken's
-        ``gpt2``/``r50k_base`` pattern, also given as the regex itself) is the only one
-        bytepair implements; cl100k_base's and o200k_base's are refused.
+        its bytes by rank ends in. *pattern* is the pre-split, which a rank file does not
+        record: ``"gpt2"`` (tiktoken's ``gpt2`` and ``r50k_base``), ``"cl100k"``
+        (``cl100k_base``) or ``"o200k"`` (``o200k_base``), by name or as tiktoken's
+        ``pat_str``; another regex raises :class:`UnsupportedModelError`.
         """
         from .ranks import merges_from_ranks, read_ranks
-        from .tokenizer_json import GPT2_PATTERNS
 
-        if pattern != "gpt2" and pattern not in GPT2_PATTERNS:
-            raise UnsupportedModelError(
-                f"pattern {pattern!r}: bytepair cuts text by GPT-2's pattern only (pattern='gpt2', tiktoken's "
-                "gpt2 and r50k_base); cl100k_base's and o200k_base's patterns are not implemented"
-            )
+        name = _pattern(pattern)
         ranks = read_ranks(path)
         merges = merges_from_ranks(ranks, os.fspath(path))
         table = bytes_to_unicode()
@@ -782,7 +809,20 @@ class Tokenizer:
             return "".join(table[b] for b in token)
 
         vocab = {spell(token): rank for token, rank in ranks.items()}
-        return cls([(spell(a), spell(b)) for a, b in merges], scheme="byte", vocab=vocab, unk_token=unk_token)
+        return cls(
+            [(spell(a), spell(b)) for a, b in merges], scheme="byte", vocab=vocab, unk_token=unk_token, pattern=name
+        )
+
+
+def _pattern(pattern: str) -> Pattern:
+    """The name of a pre-split *pattern* given by name or as a regex; UnsupportedModelError for another."""
+    name = pattern_of(pattern)
+    if name is None:
+        raise UnsupportedModelError(
+            f"pattern {pattern!r}: bytepair cuts text by GPT-2's, cl100k_base's and o200k_base's patterns only "
+            "(pattern='gpt2', 'cl100k', 'o200k', or tiktoken's pat_str of one of them)"
+        )
+    return name
 
 
 def _piece_bytes(piece: str, table: dict[str, int]) -> bytes:

@@ -13,9 +13,10 @@ part at fault; a file that is not JSON or lacks a field is a
   Face's encodings (``"a b"`` strings, or ``["a", "b"]`` pairs since tokenizers 0.20);
   ``unk_token`` kept.
 * ``pre_tokenizer``: ``ByteLevel`` with ``use_regex`` (GPT-2's pattern) and without
-  ``add_prefix_space``; or a ``Sequence`` of a ``Split`` by GPT-2's pattern
-  (``Isolated``, not inverted) then ``ByteLevel`` without the regex. No other
-  pattern: bytepair implements GPT-2's pre-split only.
+  ``add_prefix_space``; or a ``Sequence`` of a ``Split`` by GPT-2's, cl100k's or
+  o200k's pattern (``Isolated``, not inverted; spelt as :data:`.words.PATTERNS`,
+  :data:`.words.HF_PATTERNS` or tiktoken's spellings of GPT-2's) then ``ByteLevel``
+  without the regex. No other pattern: bytepair implements these three only.
 * ``normalizer`` none; ``post_processor`` none or ``ByteLevel`` (it moves offsets,
   not ids); ``decoder`` none or ``ByteLevel``; no truncation or padding.
 * ``added_tokens`` join the vocabulary with their ids. bytepair does not cut them
@@ -23,7 +24,8 @@ part at fault; a file that is not JSON or lacks a field is a
   one (``<|endoftext|>``) is encoded as ordinary text, as tiktoken's
   ``encode_ordinary`` does.
 
-Written: the same, with a ``ByteLevel`` pre-tokenizer and decoder, merges as
+Written: the same, with a ``ByteLevel`` pre-tokenizer (GPT-2's pattern) or a ``Split``
+by :data:`.words.HF_PATTERNS` then ``ByteLevel`` (the others) and a ``ByteLevel`` decoder, merges as
 ``"a b"`` strings (byte-level tokens hold no space, and readers older than
 tokenizers 0.20 read only these), the unk token as the model's ``unk_token`` (not
 an added token, so that ``tokenizers`` does not cut it out of text either).
@@ -40,27 +42,21 @@ from typing import Any
 
 from .errors import MalformedModelError, UnsupportedModelError
 from .formats import _read_text, write_atomic
+from .words import _SPELLINGS, HF_PATTERNS, PATTERNS, Pattern
 
 __all__ = ["GPT2_PATTERN", "GPT2_PATTERNS", "HFModel", "read_tokenizer_json", "write_tokenizer_json"]
 
 Merge = tuple[str, str]
 
-GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+GPT2_PATTERN = PATTERNS["gpt2"]
 """GPT-2's pre-split pattern as GPT-2, Hugging Face's ``ByteLevel`` and its ``Split`` spell it."""
 
-GPT2_PATTERNS = frozenset(
-    {
-        GPT2_PATTERN,
-        # tiktoken's spellings of the same pattern (r50k_base/gpt2): the same cuts
-        r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
-        r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s",
-    }
-)
-"""The spellings of GPT-2's pattern that are read as GPT-2's pattern (the only one bytepair cuts by)."""
+GPT2_PATTERNS = frozenset(regex for regex, name in _SPELLINGS.items() if name == "gpt2")
+"""The spellings of GPT-2's pattern that are read as GPT-2's pattern (tiktoken's two among them)."""
 
 _ACCEPTED = (
     "a ByteLevel pre-tokenizer with use_regex (GPT-2's pattern) and without add_prefix_space, "
-    "or a Sequence of a Split by GPT-2's pattern then a ByteLevel without the regex"
+    "or a Sequence of a Split by GPT-2's, cl100k's or o200k's pattern then a ByteLevel without the regex"
 )
 
 
@@ -71,6 +67,7 @@ class HFModel:
     vocab: dict[str, int]
     merges: list[Merge]
     unk_token: str | None
+    pattern: Pattern = "gpt2"
 
 
 def read_tokenizer_json(path: str | os.PathLike[str]) -> HFModel:
@@ -95,7 +92,7 @@ def read_tokenizer_json(path: str | os.PathLike[str]) -> HFModel:
         if doc.get(part) is not None:
             raise UnsupportedModelError(f"{where}: {part} is set: bytepair encodes whole texts, unpadded")
     _check_normalizer(doc.get("normalizer"), where)
-    _check_pre_tokenizer(doc.get("pre_tokenizer"), where)
+    pattern = _check_pre_tokenizer(doc.get("pre_tokenizer"), where)
     for part in ("post_processor", "decoder"):
         value = doc.get(part)
         if value is not None and _type(value, f"{part}", where) != "ByteLevel":
@@ -113,7 +110,7 @@ def read_tokenizer_json(path: str | os.PathLike[str]) -> HFModel:
             vocab[token] = i
         elif known != i:
             raise MalformedModelError(f"{where}: added token {token!r} has id {i}, the model's vocab {known}")
-    return HFModel(vocab, merges, unk)
+    return HFModel(vocab, merges, unk, pattern)
 
 
 def _type(value: object, part: str, where: str) -> str:
@@ -146,7 +143,8 @@ def _check_normalizer(normalizer: object, where: str) -> None:
     )
 
 
-def _check_pre_tokenizer(pre: object, where: str) -> None:
+def _check_pre_tokenizer(pre: object, where: str) -> Pattern:
+    """The pattern the pre-tokenizer cuts by, if it is one bytepair runs."""
     if pre is None:
         raise UnsupportedModelError(f"{where}: no pre_tokenizer; bytepair reads {_ACCEPTED}")
     kind = _type(pre, "pre_tokenizer", where)
@@ -156,11 +154,11 @@ def _check_pre_tokenizer(pre: object, where: str) -> None:
     kinds = [_type(step, "pre_tokenizer", where) for step in steps]
     if kinds == ["ByteLevel"]:
         _check_byte_level(steps[0], where, regex=True)
-        return
+        return "gpt2"
     if kinds == ["Split", "ByteLevel"]:
-        _check_split(steps[0], where)
+        pattern = _check_split(steps[0], where)
         _check_byte_level(steps[1], where, regex=False)
-        return
+        return pattern
     raise UnsupportedModelError(f"{where}: pre_tokenizer {' then '.join(kinds)}: bytepair reads {_ACCEPTED}")
 
 
@@ -178,23 +176,25 @@ def _check_byte_level(step: Mapping[str, Any], where: str, *, regex: bool) -> No
         )
 
 
-def _check_split(step: Mapping[str, Any], where: str) -> None:
+def _check_split(step: Mapping[str, Any], where: str) -> Pattern:
     pattern = step.get("pattern")
     regex = pattern.get("Regex") if isinstance(pattern, dict) else None
     if not isinstance(regex, str):
         raise UnsupportedModelError(
-            f"{where}: Split pre-tokenizer by {pattern!r}: bytepair splits by GPT-2's regex only"
+            f"{where}: Split pre-tokenizer by {pattern!r}: bytepair splits by a regex (GPT-2's, cl100k's or o200k's)"
         )
-    if regex not in GPT2_PATTERNS:
+    name = _SPELLINGS.get(regex)
+    if name is None:
         raise UnsupportedModelError(
-            f"{where}: Split pre-tokenizer by the pattern {regex!r}: bytepair implements GPT-2's pattern only "
-            f"({GPT2_PATTERN!r})"
+            f"{where}: Split pre-tokenizer by the pattern {regex!r}: bytepair implements GPT-2's, cl100k's and "
+            f"o200k's patterns only ({GPT2_PATTERN!r}, {HF_PATTERNS['cl100k']!r}, {HF_PATTERNS['o200k']!r})"
         )
     if step.get("behavior") != "Isolated" or step.get("invert", False) is not False:
         raise UnsupportedModelError(
             f"{where}: Split pre-tokenizer with behavior {step.get('behavior')!r}, invert {step.get('invert')!r}: "
             "bytepair reads Isolated, not inverted (each match a chunk, as GPT-2 cuts)"
         )
+    return name
 
 
 def _vocab(vocab: object, where: str) -> dict[str, int]:
@@ -234,16 +234,22 @@ def _added_tokens(added: object, where: str) -> list[tuple[str, int]]:
     return found
 
 
-def tokenizer_json(vocab: Mapping[str, int], merges: Sequence[Merge], unk_token: str | None) -> dict[str, Any]:
+def tokenizer_json(
+    vocab: Mapping[str, int], merges: Sequence[Merge], unk_token: str | None, pattern: Pattern = "gpt2"
+) -> dict[str, Any]:
     """The ``tokenizer.json`` object of a byte-level model (what :func:`write_tokenizer_json` writes)."""
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    pre: dict[str, Any] = byte_level
+    if pattern != "gpt2":
+        split = {"type": "Split", "pattern": {"Regex": HF_PATTERNS[pattern]}, "behavior": "Isolated", "invert": False}
+        pre = {"type": "Sequence", "pretokenizers": [split, {**byte_level, "use_regex": False}]}
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": [],
         "normalizer": None,
-        "pre_tokenizer": byte_level,
+        "pre_tokenizer": pre,
         "post_processor": None,
         "decoder": byte_level,
         "model": {
@@ -262,10 +268,15 @@ def tokenizer_json(vocab: Mapping[str, int], merges: Sequence[Merge], unk_token:
 
 
 def write_tokenizer_json(
-    path: str | os.PathLike[str], vocab: Mapping[str, int], merges: Sequence[Merge], unk_token: str | None
+    path: str | os.PathLike[str],
+    vocab: Mapping[str, int],
+    merges: Sequence[Merge],
+    unk_token: str | None,
+    pattern: Pattern = "gpt2",
 ) -> None:
     """Write a byte-level model as a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` loads."""
     for number, (left, right) in enumerate(merges, start=1):
         if " " in left or " " in right:
             raise UnsupportedModelError(f"merge {number} ({left!r}, {right!r}) holds a space: not a byte-level model")
-    write_atomic(path, json.dumps(tokenizer_json(vocab, merges, unk_token), ensure_ascii=False, indent=2) + "\n")
+    doc = tokenizer_json(vocab, merges, unk_token, pattern)
+    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2) + "\n")

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._compiled import CharClasses
 
 __all__ = [
+    "HF_PATTERNS",
     "PATTERNS",
     "SCHEMES",
     "WORD_END",
@@ -57,6 +58,7 @@ __all__ = [
     "count_words",
     "gpt2_pattern",
     "iter_lines",
+    "pattern_of",
     "split_chunks",
     "split_words",
 ]
@@ -88,6 +90,31 @@ PATTERNS: dict[Pattern, str] = {
 }
 """Each pattern as its reference spells it: GPT-2's (as GPT-2 and Hugging Face write it),
 tiktoken's cl100k_base and o200k_base ``pat_str``."""
+
+HF_PATTERNS: dict[Pattern, str] = {
+    **PATTERNS,
+    # Oniguruma (Hugging Face's regex engine) reads `{1,3}+` as a repeat of `{1,3}`, not as possessive
+    "cl100k": PATTERNS["cl100k"].replace(r"\p{N}{1,3}+", r"\p{N}{1,3}"),
+}
+"""Each pattern as a Hugging Face ``tokenizer.json`` ``Split`` spells it (the cuts of :data:`PATTERNS`)."""
+
+_SPELLINGS: dict[str, Pattern] = {
+    **{regex: name for name, regex in PATTERNS.items()},
+    **{regex: name for name, regex in HF_PATTERNS.items()},
+    # tiktoken's spellings of GPT-2's pattern (gpt2, r50k_base): the same cuts
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+": "gpt2",
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s": "gpt2",
+}
+"""Every regex read as one of the patterns."""
+
+_NAMES: dict[str, Pattern] = {
+    **{name: name for name in PATTERNS},
+    # tiktoken's encodings that cut by them
+    "r50k_base": "gpt2",
+    "p50k_base": "gpt2",
+    "cl100k_base": "cl100k",
+    "o200k_base": "o200k",
+}
 
 _MODES: dict[Pattern, int] = {"gpt2": 1, "cl100k": 2, "o200k": 3}
 """Each pattern's number in the compiled encoder (0 is the word scheme's split)."""
@@ -124,6 +151,13 @@ def check_pattern(pattern: str) -> Pattern:
     if pattern not in PATTERNS:
         raise ValueError(f"pattern must be one of {tuple(PATTERNS)}, not {pattern!r}")
     return pattern
+
+
+def pattern_of(pattern: str) -> Pattern | None:
+    """The name of *pattern*, given by name (or by the name of a tiktoken encoding that cuts by
+    it: ``r50k_base``, ``cl100k_base``...) or as a regex in a spelling of :data:`PATTERNS`,
+    :data:`HF_PATTERNS` or tiktoken's spellings of GPT-2's; None for any other."""
+    return _NAMES.get(pattern) or _SPELLINGS.get(pattern)
 
 
 # the class bits of the compiled scanners (_compiled.pyx: LETTER, NUMBER, SPACE, HEAD, TAIL)
