@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +137,151 @@ def test_learn_draws_its_progress_on_a_terminal_only(tmp_path: Path) -> None:
     piped = subprocess.run([sys.executable, "-m", "bytepair", *args], cwd=tmp_path, capture_output=True, timeout=60)
     assert (piped.returncode, piped.stderr) == (0, b"")
     assert (tmp_path / "codes").read_text().startswith("#version: 0.2\n")
+
+
+# -- bytepair subword encode|decode ---------------------------------------------------------------------------
+
+LINES = ["Hello world! The café's 3 dogs", "  naïve résumé\tcoöperate 😀 ½", "", "it's they're we've I'm"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Tokenizer]]:
+    """A model in each format encode and decode read: name -> (path, the model loaded by the library)."""
+    folder = tmp_path_factory.mktemp("models")
+    byte = learn([line + "\n" for line in LINES] * 3, 60, scheme="byte")
+    word = learn(LINES * 3, 30)
+    word.save(folder / "codes")
+    byte.save(folder / "gpt2")
+    byte.save(folder / "tokenizer.json", format="tokenizer.json")
+    byte.save(folder / "model.tiktoken", format="tiktoken")
+    return {
+        name: (folder / name, Tokenizer.load(folder / name))
+        for name in ("codes", "gpt2", "tokenizer.json", "model.tiktoken")
+    }
+
+
+@pytest.mark.parametrize("name", ["codes", "gpt2", "tokenizer.json", "model.tiktoken"])
+def test_encode_and_decode_each_format(
+    name: str,
+    models: dict[str, tuple[Path, Tokenizer]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path, tok = models[name]
+    text = "".join(line + "\n" for line in LINES)
+    assert _run(["subword", "encode", "-m", str(path)], text, monkeypatch) == 0
+    assert capsys.readouterr().out == "".join(" ".join(tok.tokenize(line)) + "\n" for line in LINES)
+    if name == "codes":  # a codes file names only the characters of its merges
+        extra = ["--unk-token", "<unk>"]
+        tok = Tokenizer.load(path, unk_token="<unk>")
+    else:
+        extra = []
+    assert _run(["subword", "encode", "-m", str(path), "--ids", *extra], text, monkeypatch) == 0
+    ids = capsys.readouterr().out
+    assert ids == "".join(" ".join(map(str, tok.encode(line))) + "\n" for line in LINES)
+    assert _run(["subword", "decode", "-m", str(path), *extra], ids, monkeypatch) == 0
+    expected = [tok.decode(tok.encode(line)) for line in LINES]
+    assert capsys.readouterr().out == "".join(line + "\n" for line in expected)
+    if name != "codes":
+        assert expected == LINES  # the byte scheme gives each line back
+
+
+def test_encode_files_and_line_ends(tmp_path: Path, models: dict[str, tuple[Path, Tokenizer]]) -> None:
+    path, tok = models["tokenizer.json"]
+    source, out = tmp_path / "in", tmp_path / "out"
+    source.write_bytes(b"a b\r\nc\rd\n\nlast")
+    assert main(["subword", "encode", "-m", str(path), "--ids", "-i", str(source), "-o", str(out)]) == 0
+    lines = ["a b", "c\rd", "", "last"]  # lines end at \n (a \r before it goes too); a lone \r is text
+    assert out.read_text(encoding="utf-8") == "".join(" ".join(map(str, tok.encode(x))) + "\n" for x in lines)
+
+
+def test_format_forced(
+    models: dict[str, tuple[Path, Tokenizer]], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path, tok = models["model.tiktoken"]
+    renamed = tmp_path / "ranks.json"  # the content decides, not the name
+    renamed.write_bytes(path.read_bytes())
+    source = tmp_path / "in"
+    source.write_text("hello\n", encoding="utf-8")
+    assert main(["subword", "encode", "-m", str(renamed), "--ids", "-i", str(source)]) == 0
+    assert main(["subword", "encode", "-m", str(renamed), "--ids", "-i", str(source), "--format", "tiktoken"]) == 0
+    assert capsys.readouterr().out == (" ".join(map(str, tok.encode("hello"))) + "\n") * 2
+    assert main(["subword", "encode", "-m", str(renamed), "-i", str(source), "--format", "codes"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no '#version: 0.2' line" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "message"),
+    [
+        (["encode", "-m", "{absent}"], "x\n", "no such codes file"),
+        (["encode", "-m", "{absent}.json"], "x\n", "no such tokenizer.json"),
+        (["encode", "-m", "{codes}", "--ids"], "low\nzebra\n", "line 2: 'zebra': the vocabulary has no token"),
+        (["decode", "-m", "{codes}"], "1 2\n3 x\n", "line 2: 'x' is not an id"),
+        (["decode", "-m", "{codes}"], "99999\n", "line 1: 99999 is not an id of this vocabulary"),
+        (["encode", "-m", "{codes}", "--vocab", "{absent}"], "x\n", "no such vocabulary file"),
+    ],
+)
+def test_encode_decode_errors_are_one_line(
+    argv: list[str],
+    stdin: str,
+    message: str,
+    models: dict[str, tuple[Path, Tokenizer]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    names = {"absent": str(tmp_path / "absent"), "codes": str(models["codes"][0])}
+    assert _run(["subword", *(arg.format(**names) for arg in argv)], stdin, monkeypatch) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith(f"bytepair subword {argv[0]}: ")
+    if "--ids" in argv:
+        assert "--unk-token" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["encode"], ["decode", "-m"], ["encode", "-m", "x", "--format", "sentencepiece"], ["decode", "-m", "x", "--ids"]],
+)
+def test_encode_decode_bad_usage(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["subword", *argv])
+    assert stop.value.code == 2
+
+
+class _Lines(io.RawIOBase):
+    """Standard input that hands over one line per read, counting the lines handed over."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = list(lines)
+        self.given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.given == len(self.lines):
+            return 0
+        line = self.lines[self.given]
+        self.given += 1
+        buffer[: len(line)] = line
+        return len(line)
+
+
+def test_encode_writes_each_line_before_reading_the_rest(
+    models: dict[str, tuple[Path, Tokenizer]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _Lines([b"hello world\n"] * 50)
+    stdin = io.TextIOWrapper(io.BufferedReader(source), encoding="utf-8")
+    seen: list[int] = []
+
+    class Out(io.StringIO):
+        def write(self, text: str) -> int:
+            seen.append(source.given)
+            return super().write(text)
+
+    out = Out()
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["subword", "encode", "-m", str(models["gpt2"][0])]) == 0
+    assert seen[:3] == [1, 2, 3] and len(out.getvalue().splitlines()) == 50

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from bytepair.subword import (
     InvalidIdError,
     MalformedMergesError,
+    MalformedModelError,
     ModelNotFoundError,
     SubwordError,
     Tokenizer,
@@ -137,3 +139,150 @@ def test_encode_unknown_character() -> None:
 def test_errors_are_value_errors() -> None:
     for error in (InvalidIdError, MalformedMergesError, ModelNotFoundError, UnknownSymbolError):
         assert issubclass(error, SubwordError) and issubclass(error, ValueError)
+
+
+# -- unknown symbols: unk_token, as Hugging Face's BPE model does --------------------------------------
+
+
+def test_encode_unknown_character_says_how_to_set_an_unk_token() -> None:
+    tok = learn(["low lower"], 3)
+    with pytest.raises(UnknownSymbolError, match="unk_token="):
+        tok.encode("lazy")
+
+
+def test_unk_token_takes_the_next_free_id_and_decodes_to_its_text(kernels: str) -> None:
+    plain = learn(["low lower lowest", "newer wider"] * 3, 10)
+    tok = learn(["low lower lowest", "newer wider"] * 3, 10, unk_token="<unk>")
+    assert tok.vocab == {**plain.vocab, "<unk>": max(plain.vocab.values()) + 1}
+    unk = tok.vocab["<unk>"]
+    assert tok.tokenize("lazy lowest") == ["l", "<unk>", "<unk>", "<unk>", "lo", "west</w>"]
+    assert tok.encode("lazy lowest") == [tok.vocab["l"], unk, unk, unk, tok.vocab["lo"], tok.vocab["west</w>"]]
+    assert tok.decode([unk]) == "<unk>"
+    assert tok.decode(tok.encode("lowest q")) == "lowest <unk>"
+    assert tok.apply("lazy") == "l@@ a@@ z@@ y"  # apply-bpe's line spells the characters, as subword-nmt does
+    assert "unk_token='<unk>'" in repr(tok)
+
+
+def test_unk_token_already_in_the_vocabulary_keeps_its_id() -> None:
+    tok = learn(["ab ab"], 1)
+    vocab = {**tok.vocab, "[UNK]": 100}
+    with_unk = Tokenizer(tok.merges, vocab=vocab, unk_token="[UNK]")
+    assert with_unk.vocab == vocab and with_unk.encode("ab z") == [tok.vocab["ab</w>"], 100]
+    with pytest.raises(ValueError, match="unk_token"):
+        Tokenizer(tok.merges, unk_token="")
+
+
+def test_byte_scheme_unk_token_for_bytes_without_an_id(tmp_path: Path) -> None:
+    tok = learn(["hello hello"], 5, scheme="byte")
+    vocab = {token: i for token, i in tok.vocab.items() if token != "z"}  # a loaded model may lack bytes
+    tok = Tokenizer(tok.merges, scheme="byte", vocab=vocab, unk_token="<unk>")
+    ids = tok.encode("hello zz")
+    assert ids[-2:] == [tok.vocab["<unk>"]] * 2 and tok.decode(ids) == "hello <unk><unk>"
+    assert (
+        Tokenizer(tok.merges, scheme="byte", vocab=vocab, unk_token="\u2047").decode([tok.vocab["<unk>"]]) == "\u2047"
+    )
+
+
+def _hf_word_model(tok: Tokenizer):  # type: ignore[no-untyped-def]
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is a test extra")
+    model = tokenizers.models.BPE(
+        vocab=tok.vocab, merges=tok.merges, unk_token=tok.unk_token, end_of_word_suffix="</w>"
+    )
+    hf = tokenizers.Tokenizer(model)
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    hf.decoder = tokenizers.decoders.BPEDecoder(suffix="</w>")
+    return hf
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(lines, min_size=1, max_size=10), st.integers(0, 30), st.lists(st.text("abcdeéxyz", max_size=8)))
+def test_unknown_symbols_become_the_unk_token_as_in_hugging_face(
+    training: list[str], merges: int, other: list[str]
+) -> None:
+    tok = learn(training, merges, unk_token="<unk>")
+    hf = _hf_word_model(tok)
+    text = " ".join(other)
+    found = hf.encode(text)
+    assert tok.encode(text) == found.ids
+    assert tok.tokenize(text) == found.tokens
+    assert tok.decode(found.ids) == hf.decode(found.ids)
+
+
+# -- subword-nmt's vocabulary file ---------------------------------------------------------------------
+
+
+def _get_vocab(text: str, path: Path) -> Path:
+    get_vocab = pytest.importorskip("subword_nmt.get_vocab", reason="subword-nmt is a test extra").get_vocab
+    with path.open("w", encoding="utf-8") as out:
+        get_vocab(io.StringIO(text), out)
+    return path
+
+
+def test_a_vocabulary_file_gives_every_character_of_the_training_text_an_id(tmp_path: Path) -> None:
+    text = english("calgary/paper2")
+    tok = learn(text.split("\n"), 300)
+    tok.save(tmp_path / "codes")
+    bare = Tokenizer.load(tmp_path / "codes")
+    rare = next(ch for ch in sorted(set(text) - {" ", "\n"}) if ch not in bare.vocab and ch + "</w>" not in bare.vocab)
+    with pytest.raises(UnknownSymbolError):
+        bare.encode(rare)
+    loaded = Tokenizer.load(tmp_path / "codes", vocab=_get_vocab(text, tmp_path / "vocab"))
+    assert loaded.vocab == tok.vocab  # the ids learn gives: the characters in both forms, then the merges
+    assert loaded.encode(text) == tok.encode(text)
+    segmented = "\n".join(snmt_apply((tmp_path / "codes").read_text(encoding="utf-8"), text.split("\n")))
+    from_segments = Tokenizer.load(tmp_path / "codes", vocab=_get_vocab(segmented, tmp_path / "seg-vocab"))
+    assert from_segments.decode(from_segments.encode(text)) == " ".join(text.split())
+
+
+def test_vocabulary_file_errors(tmp_path: Path) -> None:
+    codes = tmp_path / "codes"
+    codes.write_text("#version: 0.2\na b\n", encoding="utf-8")
+    with pytest.raises(ModelNotFoundError, match="no such vocabulary file"):
+        Tokenizer.load(codes, vocab=tmp_path / "absent")
+    (tmp_path / "vocab").write_text("ab 3\n\nc 1\nd x\n", encoding="utf-8")
+    with pytest.raises(MalformedModelError, match=r"vocab:4: 'd x' is not a vocabulary line"):
+        Tokenizer.load(codes, vocab=tmp_path / "vocab")
+    (tmp_path / "vocab").write_text("ab 3\nc 1\n", encoding="utf-8")
+    tok = Tokenizer.load(codes, vocab=tmp_path / "vocab", unk_token="<unk>")
+    assert tok.encode("abc cq") == [tok.vocab[t] for t in ("ab", "c</w>", "c", "<unk>")]
+
+
+def test_save_writes_through_a_temporary_file(tmp_path: Path) -> None:
+    tok = learn(["low lower lowest"] * 2, 5)
+    path = tmp_path / "codes"
+    path.write_text("old", encoding="utf-8")
+    tok.save(path)
+    tok.save(path)
+    assert [p.name for p in tmp_path.iterdir()] == ["codes"] and Tokenizer.load(path).merges == tok.merges
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("codes", "#version: 0.2\na b\n", "codes"),
+        ("codes", "", "codes"),
+        ("model.json", '\ufeff  {"model": {}}', "tokenizer.json"),
+        ("model", "IQ== 0\nIg== 1\n", "tiktoken"),
+        ("model.txt", "IQ== 0\r\n", "tiktoken"),
+        ("model.tiktoken", "a b\n", "codes"),  # the content decides, when there is one
+        ("absent.json", None, "tokenizer.json"),
+        ("absent.tiktoken", None, "tiktoken"),
+        ("absent", None, "codes"),
+    ],
+)
+def test_detect_format(tmp_path: Path, name: str, content: str | None, expected: str) -> None:
+    from bytepair.subword.formats import detect_format
+
+    if content is not None:
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    assert detect_format(tmp_path / name) == expected
+    assert detect_format(tmp_path) == "gpt2"
+
+
+def test_a_pipe_is_a_codes_file_and_is_not_read_to_detect_it(tmp_path: Path) -> None:
+    import os
+
+    from bytepair.subword.formats import detect_format
+
+    os.mkfifo(tmp_path / "pipe")
+    assert detect_format(tmp_path / "pipe") == "codes"  # returns at once: nothing opened the pipe

@@ -11,7 +11,10 @@
 ``scheme="word"`` is Sennrich's (subword-nmt: words split on spaces, ``</w>`` on
 the last character, the same merges as ``subword-nmt learn-bpe``);
 ``scheme="byte"`` is GPT-2's (pre-split chunks of UTF-8 bytes, ``vocab.json`` +
-``merges.txt`` that Hugging Face ``tokenizers`` reads). See ``docs/subword.md``.
+``merges.txt`` that Hugging Face ``tokenizers`` reads). A byte-scheme model is also
+saved and loaded as Hugging Face's ``tokenizer.json`` and as tiktoken's rank file
+(``save(path, format=...)``, ``Tokenizer.load`` finds the format); ``unk_token=``
+makes symbols without an id one token. See ``docs/subword.md``.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ if TYPE_CHECKING:
     from .errors import (
         InvalidIdError,
         MalformedMergesError,
+        MalformedModelError,
         ModelNotFoundError,
         SubwordError,
         UnknownSymbolError,
+        UnsupportedModelError,
         VocabMismatchError,
     )
     from .learn import learn, learn_merges
@@ -35,9 +40,11 @@ if TYPE_CHECKING:
 _WHERE = {
     "InvalidIdError": ".errors",
     "MalformedMergesError": ".errors",
+    "MalformedModelError": ".errors",
     "ModelNotFoundError": ".errors",
     "SubwordError": ".errors",
     "UnknownSymbolError": ".errors",
+    "UnsupportedModelError": ".errors",
     "VocabMismatchError": ".errors",
     "learn": ".learn",
     "learn_merges": ".learn",
@@ -67,10 +74,12 @@ __all__ = [
     "WORD_END",
     "InvalidIdError",
     "MalformedMergesError",
+    "MalformedModelError",
     "ModelNotFoundError",
     "SubwordError",
     "Tokenizer",
     "UnknownSymbolError",
+    "UnsupportedModelError",
     "VocabMismatchError",
     "count_words",
     "learn",

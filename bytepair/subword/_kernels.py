@@ -9,18 +9,20 @@ the arrays the loops take, and back.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _compiled
+from .formats import bytes_to_unicode, unicode_to_bytes
+from .words import _MODES, WORD_END, Pattern, char_classes
 
 IntArray = npt.NDArray[np.integer[Any]]
 MergeObserver = Callable[[int, int], None]
 """As in ``learn`` (the reference), which imports this module: not the other way round."""
 
-__all__ = ["MergeTable", "learn"]
+__all__ = ["MergeTable", "encoder", "learn"]
 
 
 def learn(
@@ -76,3 +78,79 @@ class MergeTable:
         sym = np.array(flat, np.int64)  # merged in place: a copy
         start = self.ranks.apply(sym, length)
         return sym, start, length
+
+
+_SPARSE = 4
+"""Ids spread wider than this many times the vocabulary's size get no decoding table (decode
+then takes the Python path): the table has a row per id up to the largest."""
+
+
+def encoder(
+    merges: list[tuple[str, str]],
+    vocab: dict[str, int],
+    scheme: Literal["word", "byte"],
+    pattern: Pattern | None,
+    unk: int | None,
+    unknown: Callable[[str], Exception],
+) -> _compiled.Encoder:
+    """A tokenizer as the compiled :class:`._compiled.Encoder`: its merges, how its scheme cuts
+    text, each symbol's id and each id's bytes (as the Python decoder spells them).
+
+    *unknown(word)* makes the exception for a word that holds a symbol without an id (there is
+    no unk token then); it is called with the GIL held.
+    """
+    ranks = MergeTable(merges, vocab).ranks
+    tokens = {i: token for token, i in vocab.items()}
+    size = max(tokens, default=-1) + 1
+    if size > _SPARSE * len(tokens) + 1024:
+        size = 0  # no table: decode takes the Python path
+    starts = np.full(size, -1, np.int64)
+    lengths = np.zeros(size, np.int64)
+    spelt: list[bytes] = []
+    at = 0
+    table = unicode_to_bytes()
+    for i in range(size):
+        token = tokens.get(i)
+        if token is None:
+            continue
+        if scheme == "word" or i == unk:
+            data = token.encode("utf-8", "surrogatepass")
+        else:  # a character outside GPT-2's byte map stands for its own UTF-8, as in Tokenizer.decode
+            data = b"".join(bytes((table[ch],)) if ch in table else ch.encode("utf-8", "surrogatepass") for ch in token)
+        starts[i] = at
+        lengths[i] = len(data)
+        spelt.append(data)
+        at += len(data)
+    if scheme == "word":
+        inner = {ord(token): i for token, i in vocab.items() if len(token) == 1}
+        final = {
+            ord(token[0]): i
+            for token, i in vocab.items()
+            if len(token) == 1 + len(WORD_END) and token.endswith(WORD_END)
+        }
+        points = sorted(inner.keys() | final.keys())
+        byte_ids = np.zeros(0, np.int64)
+        mode, classes = 0, None
+    else:
+        byte_ids = np.array([vocab.get(ch, -1) for ch in bytes_to_unicode()], np.int64)
+        inner = final = {}
+        points = []
+        assert pattern is not None
+        mode, classes = _MODES[pattern], char_classes()
+    return _compiled.Encoder(
+        mode,
+        ranks,
+        classes,
+        byte_ids,
+        np.array(points, np.int64),
+        np.array([inner.get(cp, -1) for cp in points], np.int64),
+        np.array([final.get(cp, -1) for cp in points], np.int64),
+        -1 if unk is None else unk,
+        unknown,
+        np.frombuffer(b"".join(spelt), np.uint8),
+        starts,
+        lengths,
+        1 if scheme == "word" else 0,
+        "surrogatepass",
+        size,
+    )

@@ -1,8 +1,10 @@
-"""``bytepair subword learn|apply`` and ``bytepair explain --subword``: the command line of subword BPE.
+"""``bytepair subword learn|apply|encode|decode`` and ``bytepair explain --subword``: the command line of subword BPE.
 
 Like subword-nmt's commands they read standard input and write standard output
 by default. Every failure (a missing or malformed model, unreadable input) is one
 line on standard error and exit status 1; bad usage is argparse's status 2.
+``encode`` and ``decode`` work a line at a time and write each line's result as
+they go, so they can sit in a pipe that never ends.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ import signal
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from ..cli.progress import TerminalLine
-from .errors import SubwordError
+from .errors import InvalidIdError, SubwordError, UnknownSymbolError
+from .formats import FORMATS
 from .learn import learn, learn_merges, word_symbols
 from .tokenizer import Tokenizer
-from .words import SCHEMES, Scheme, count_words
+from .words import PATTERNS, SCHEMES, Pattern, Scheme, count_words
 
 __all__ = ["explain_main", "main"]
 
@@ -35,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Learn subword BPE merges from text, or apply them, as subword-nmt's learn-bpe and apply-bpe do.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{learn,apply}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{learn,apply,encode,decode}")
     learner = commands.add_parser("learn", help="learn merges from text", description="Learn up to N merges.")
     learner.add_argument("-s", "--symbols", type=int, required=True, metavar="N", help="number of merges to learn")
     learner.add_argument(
@@ -49,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     learner.add_argument("--scheme", choices=SCHEMES, default="word", help="word: subword-nmt's; byte: GPT-2's")
     learner.add_argument(
+        "--pattern",
+        choices=tuple(PATTERNS),
+        help="byte scheme's pre-split (default gpt2); with cl100k or o200k -o is a tokenizer.json, which keeps it",
+    )
+    learner.add_argument(
         "--min-frequency", type=int, default=2, metavar="K", help="stop when no pair occurs K times (default 2)"
     )
     applier = commands.add_parser("apply", help="segment text with learnt merges", description="Apply merges.")
@@ -56,7 +64,49 @@ def _parser() -> argparse.ArgumentParser:
     applier.add_argument("-i", "--input", metavar="IN", help="text to segment; default: standard input")
     applier.add_argument("-o", "--output", metavar="OUT", help="where to write; default: standard output")
     applier.add_argument("-s", "--separator", default="@@", metavar="STR", help="joiner suffix (default @@)")
+    encoder = commands.add_parser(
+        "encode",
+        help="cut each line into tokens (or ids)",
+        description="Print each input line's tokens, space-separated (or their ids with --ids), a line at a time.",
+    )
+    _model_arguments(encoder)
+    encoder.add_argument("--ids", action="store_true", help="print token ids instead of tokens")
+    encoder.add_argument(
+        "--vocab", metavar="FILE", help="subword-nmt vocabulary file for a codes file (every character gets an id)"
+    )
+    decoder = commands.add_parser(
+        "decode",
+        help="turn each line of ids back into text",
+        description="Print the text of each input line's ids (space-separated integers), a line at a time.",
+    )
+    _model_arguments(decoder)
     return parser
+
+
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-m",
+        "--model",
+        required=True,
+        metavar="MODEL",
+        help="a codes file, a GPT-2 directory, a tokenizer.json or a tiktoken rank file",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="MODEL's format (default: found from MODEL: a directory is gpt2, "
+        "a file starting with '{' tokenizer.json, one whose first line is '<base64> <number>' tiktoken, else codes)",
+    )
+    parser.add_argument(
+        "--unk-token", metavar="STR", help="what a symbol without an id becomes (default: an error), and its id"
+    )
+    parser.add_argument(
+        "--pattern",
+        choices=tuple(PATTERNS),
+        help="pre-split of a tiktoken rank file or a GPT-2 directory, which do not record it (default gpt2)",
+    )
+    parser.add_argument("-i", "--input", metavar="IN", help="input (UTF-8); default: standard input")
+    parser.add_argument("-o", "--output", metavar="OUT", help="where to write; default: standard output")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,9 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("-s must be >= 0 and --min-frequency >= 1")
         if args.scheme == "byte" and not args.output:
             parser.error("--scheme byte writes a model directory: give it with -o DIR")
+        if args.scheme == "word" and args.pattern:
+            parser.error("--pattern is the byte scheme's pre-split")
     with _quiet_sigpipe():
         try:
-            return _learn(args) if args.command == "learn" else _apply(args)
+            run = {"learn": _learn, "apply": _apply, "encode": _encode, "decode": _decode}[args.command]
+            return run(args)
         except (SubwordError, OSError, UnicodeError) as exc:
             print(f"{PROG} {args.command}: {_message(exc)}", file=sys.stderr)
             return 1
@@ -99,23 +152,31 @@ def _message(exc: BaseException) -> str:
     return str(exc)
 
 
-def _stdin() -> TextIO:
-    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+def _stdin(newline: str = "") -> TextIO:
+    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline=newline)
 
 
 def _learn(args: argparse.Namespace) -> int:
     scheme: Scheme = args.scheme
+    pattern: Pattern = args.pattern or "gpt2"
     if args.input:
-        counts = count_words([Path(name) for name in args.input], scheme=scheme)
+        counts = count_words([Path(name) for name in args.input], scheme=scheme, pattern=pattern)
     else:
-        counts = count_words(_stdin(), scheme=scheme)
+        counts = count_words(_stdin(), scheme=scheme, pattern=pattern)
     meter = _Meter(args.symbols, sys.stderr if sys.stderr.isatty() else None)
     try:
-        tok = learn(counts=counts, merges=args.symbols, min_frequency=args.min_frequency, scheme=scheme, observer=meter)
+        tok = learn(
+            counts=counts,
+            merges=args.symbols,
+            min_frequency=args.min_frequency,
+            scheme=scheme,
+            observer=meter,
+            pattern=args.pattern,
+        )
     finally:
         meter.close()
     if args.output:
-        tok.save(args.output)
+        tok.save(args.output, format="tokenizer.json" if pattern != "gpt2" else None)
     else:
         sys.stdout.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in tok.merges))
     return 0
@@ -140,7 +201,7 @@ def _lines(stream: TextIO) -> Iterator[str]:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    tok = Tokenizer.load(args.codes)
+    tok = Tokenizer.load(args.codes, format="codes")
     if tok.scheme != "word":
         raise SubwordError(f"{args.codes}: apply needs a codes file (word scheme), not a model directory")
     source = open(args.input, encoding="utf-8", newline="") if args.input else _stdin()  # noqa: SIM115
@@ -157,6 +218,73 @@ def _apply(args: argparse.Namespace) -> int:
     finally:
         source.close()
     return 0
+
+
+def _encode(args: argparse.Namespace) -> int:
+    """Each line's tokens (or ids), space-separated; the line end is not encoded (it ends the output line)."""
+    tok = Tokenizer.load(
+        args.model, format=args.format, vocab=args.vocab, unk_token=args.unk_token, pattern=args.pattern
+    )
+
+    def encode(line: str, number: int) -> str:
+        if not args.ids:
+            return " ".join(tok.tokenize(line))
+        try:
+            return " ".join(map(str, tok.encode(line)))
+        except UnknownSymbolError as exc:
+            raise UnknownSymbolError(f"line {number}: {exc}; here: --unk-token STR, or --vocab FILE") from None
+
+    return _line_by_line(args, encode)
+
+
+def _decode(args: argparse.Namespace) -> int:
+    """Each line's ids (space-separated integers) as text."""
+    tok = Tokenizer.load(args.model, format=args.format, unk_token=args.unk_token, pattern=args.pattern)
+
+    def decode(line: str, number: int) -> str:
+        ids: list[int] = []
+        for word in line.split():
+            try:
+                ids.append(int(word))
+            except ValueError:
+                raise InvalidIdError(f"line {number}: {word!r} is not an id (a decimal integer)") from None
+        try:
+            return tok.decode(ids)
+        except InvalidIdError as exc:
+            raise InvalidIdError(f"line {number}: {exc}") from None
+
+    return _line_by_line(args, decode)
+
+
+def _line_by_line(args: argparse.Namespace, convert: Callable[[str, int], str]) -> int:
+    """*convert* each input line (without its ``\\n`` or ``\\r\\n``), writing each result as it is made.
+
+    Lines end at ``\\n`` only (the byte scheme keeps other line breaks as text); a
+    failure stops at its line, after the lines before it were written.
+    """
+    # newline="\n": lines end at \n only, and nothing is translated
+    source = open(args.input, encoding="utf-8", newline="\n") if args.input else _stdin("\n")  # noqa: SIM115
+    try:
+        sink = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout  # noqa: SIM115
+        try:
+            for number, line in enumerate(_split_at_newline(source), start=1):
+                sink.write(convert(line, number) + "\n")
+        finally:
+            if sink is not sys.stdout:
+                sink.close()
+            else:
+                sink.flush()
+    finally:
+        source.close()
+    return 0
+
+
+def _split_at_newline(stream: TextIO) -> Iterator[str]:
+    """The lines of *stream* without their ``\\n`` or ``\\r\\n``, each as soon as it is read."""
+    while line := stream.readline():
+        if line.endswith("\n"):
+            line = line[:-2] if line.endswith("\r\n") else line[:-1]
+        yield line
 
 
 # -- bytepair explain --subword ---------------------------------------------------------------------------

@@ -9,9 +9,11 @@ from __future__ import annotations
 __all__ = [
     "InvalidIdError",
     "MalformedMergesError",
+    "MalformedModelError",
     "ModelNotFoundError",
     "SubwordError",
     "UnknownSymbolError",
+    "UnsupportedModelError",
     "VocabMismatchError",
 ]
 
@@ -28,6 +30,16 @@ class MalformedMergesError(SubwordError):
     """A line of a codes or merges file is not ``left right`` (two symbols and one space)."""
 
 
+class MalformedModelError(SubwordError):
+    """A model file is not what its format says: a ``tokenizer.json`` that is not JSON or lacks a field,
+    a tiktoken rank file or subword-nmt vocabulary file whose line is not ``token number``."""
+
+
+class UnsupportedModelError(SubwordError):
+    """A well-formed model that asks for what bytepair does not implement (another model type,
+    pre-tokenizer, pattern or normalizer), or merges another format cannot express."""
+
+
 class VocabMismatchError(SubwordError):
     """A ``vocab.json`` does not hold a symbol its ``merges.txt`` uses or makes, or is not a token -> id map."""
 
@@ -37,4 +49,5 @@ class InvalidIdError(SubwordError):
 
 
 class UnknownSymbolError(SubwordError):
-    """``encode`` met a character (word scheme) or byte (byte scheme) the vocabulary does not hold."""
+    """``encode`` met a character (word scheme) or byte (byte scheme) the vocabulary does not hold,
+    and the tokenizer has no ``unk_token`` to put in its place."""

@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from .formats import bytes_to_unicode
 from .tokenizer import Tokenizer
-from .words import SCHEMES, WORD_END, Corpus, Scheme, count_words
+from .words import SCHEMES, WORD_END, Corpus, Pattern, Scheme, check_pattern, count_words
 
 __all__ = ["Learnt", "MergeObserver", "learn", "learn_merges", "learn_python", "spell", "word_symbols"]
 
@@ -69,11 +69,17 @@ def learn(
     min_frequency: int = 2,
     scheme: Scheme = "word",
     observer: MergeObserver | None = None,
+    unk_token: str | None = None,
+    pattern: Pattern | None = None,
 ) -> Tokenizer:
     """Learn up to *merges* merges from *corpus* (lines, a path or a list of paths) or from *counts*.
 
     *counts* are word (or chunk) counts from :func:`~bytepair.subword.count_words`,
     summed over the parts of a corpus as needed; give *corpus* or *counts*, not both.
+    *unk_token* (say ``"<unk>"``) is what a character never met in training becomes
+    when encoding, with the id after the merges' (see :class:`Tokenizer`).
+    *pattern* is the byte scheme's pre-split (``"gpt2"``, the default, ``"cl100k"`` or
+    ``"o200k"``): it cuts the corpus, and the tokenizer keeps it.
     """
     if merges is None or isinstance(merges, bool) or not isinstance(merges, int) or merges < 0:
         raise ValueError(f"merges must be a non-negative int, not {merges!r}")
@@ -81,11 +87,13 @@ def learn(
         raise ValueError("give a corpus or counts, not both and not neither")
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
+    if scheme == "word" and pattern is not None:
+        raise ValueError("pattern= is the byte scheme's pre-split; the word scheme splits on spaces")
     if counts is None:
         assert corpus is not None
-        counts = count_words(corpus, scheme=scheme)
+        counts = count_words(corpus, scheme=scheme, pattern=check_pattern(pattern or "gpt2"))
     found = learn_merges(counts, merges, min_frequency=min_frequency, scheme=scheme, observer=observer)
-    return Tokenizer(found.merges, scheme=scheme, alphabet=found.alphabet)
+    return Tokenizer(found.merges, scheme=scheme, alphabet=found.alphabet, unk_token=unk_token, pattern=pattern)
 
 
 def learn_merges(

@@ -4,32 +4,58 @@ Applying merges to a word is subword-nmt's and GPT-2's rule: among the word's
 adjacent pairs take the one merged earliest in training, merge all its
 occurrences left to right, repeat until no pair of the word was ever merged.
 Each distinct word is tokenized once and kept in a cache, so text of ordinary
-vocabulary costs a split and a dictionary lookup per word.
+vocabulary costs a split and a lookup per word: on the compiled path ``encode``
+and ``decode`` are one compiled call each (``_compiled.Encoder``: the split, the
+cache and the merges in C, no Python loop per word).
 
 * ``word`` scheme: words are split as subword-nmt splits them, symbols are
   characters with ``</w>`` glued to the last one; tokens keep the ``</w>``
   (``["low", "er</w>"]``), so :meth:`Tokenizer.decode` knows where words end.
   :meth:`Tokenizer.apply` gives ``subword-nmt apply-bpe``'s line instead
   (``low@@ er``). ``decode(encode(s))`` is *s* with its whitespace normalised.
-* ``byte`` scheme: chunks are cut by GPT-2's pattern, symbols are the chunk's
-  UTF-8 bytes spelt with GPT-2's printable characters; ``decode(encode(s)) == s``
+* ``byte`` scheme: chunks are cut by GPT-2's pattern (or tiktoken's cl100k_base or
+  o200k_base pattern, ``pattern=``), symbols are the chunk's UTF-8 bytes spelt with
+  GPT-2's printable characters; ``decode(encode(s)) == s``
   for every ``str``.
+
+A symbol the vocabulary lacks (a character never met in training, a byte a loaded
+model has no id for) raises :class:`UnknownSymbolError` in :meth:`Tokenizer.encode`,
+unless the tokenizer has an ``unk_token``: then it becomes that token, as in
+Hugging Face ``tokenizers`` (one unknown symbol, one unk token; merges never
+cross it, since no merge holds a symbol that has no id).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain, pairwise, repeat
-from pathlib import Path
-from typing import Any
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from itertools import accumulate, chain, pairwise, repeat
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .errors import InvalidIdError, UnknownSymbolError, VocabMismatchError
-from .formats import bytes_to_unicode, read_codes, read_gpt2, unicode_to_bytes, write_codes, write_gpt2
-from .words import SCHEMES, WORD_END, Scheme, split_chunks, split_words
+from .. import backend
+from .errors import InvalidIdError, UnknownSymbolError, UnsupportedModelError, VocabMismatchError
+from .formats import (
+    FORMATS,
+    Format,
+    bytes_to_unicode,
+    detect_format,
+    read_codes,
+    read_gpt2,
+    read_vocab_file,
+    unicode_to_bytes,
+    write_codes,
+    write_gpt2,
+)
+from .words import SCHEMES, WORD_END, Pattern, Scheme, check_pattern, pattern_of, split_chunks, split_words
 
 __all__ = ["Tokenizer"]
 
@@ -69,12 +95,76 @@ def _batches(lines: Iterable[str], size: int = 4096) -> Iterator[list[str]]:
 
 def _use_kernels(nsymbols: int) -> bool:
     """Whether the compiled merge table runs (``bytepair.backend`` decides, once per process)."""
-    from .. import backend
-
     return backend.compiled()
 
 
+def _unknown_symbol(word: str, token: str) -> UnknownSymbolError:
+    return UnknownSymbolError(
+        f"{word!r}: the vocabulary has no token {token!r}"
+        " (give the tokenizer an unk_token= to encode unknown symbols as one token)"
+    )
+
+
 _CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied when it grows past this
+
+MIN_SHARE = 1 << 15
+"""Least work (characters to encode, ids to decode) worth a thread of its own in a batch."""
+
+
+def _workers(threads: int) -> int:
+    """The threads a batch may use: *threads*, or one per core the process may use when 0."""
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"threads must be an integer, not {type(threads).__name__}")
+    if threads < 0:
+        raise ValueError(f"threads must be >= 0 (0 = all cores), got {threads}")
+    if threads == 0:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not every platform has affinity
+            return os.cpu_count() or 1
+    return threads
+
+
+def _share_edges(sizes: list[int], workers: int) -> list[tuple[int, int]]:
+    """*sizes* cut into at most *workers* runs of about equal total size (at least MIN_SHARE each)."""
+    ends = list(accumulate(sizes))
+    total = ends[-1] if ends else 0
+    parts = max(1, min(workers, len(sizes), total // MIN_SHARE))
+    cuts = [0, *(bisect_left(ends, total * k // parts) + 1 for k in range(1, parts)), len(sizes)]
+    return [(lo, hi) for lo, hi in pairwise(cuts) if hi > lo]
+
+
+_thread_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """Worker threads for batches, one pool per size, kept for the life of the process."""
+    from concurrent.futures import ThreadPoolExecutor  # imported on first use: start-up stays short
+
+    with _pools_lock:
+        pool = _thread_pools.get(workers)
+        if pool is None:
+            pool = _thread_pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="bytepair-subword")
+        return pool
+
+
+def _in_shares(job: Callable[..., Any], items: list[Any], out: list[Any], sizes: list[int], workers: int) -> list[Any]:
+    """``job(items, lo, hi, out)`` for each share of *items*, the first in the caller's thread and the
+    others on worker threads at the same time; their results in order. Every share is done before
+    this returns or raises (the first error, in share order)."""
+    edges = _share_edges(sizes, workers)
+    if len(edges) <= 1:
+        return [job(items, 0, len(items), out)]
+    from concurrent.futures import wait
+
+    pool = _thread_pool(len(edges) - 1)
+    futures = [pool.submit(job, items, lo, hi, out) for lo, hi in edges[1:]]
+    try:
+        first = job(items, *edges[0], out)
+    finally:
+        wait(futures)
+    return [first, *(future.result() for future in futures)]
 
 
 class Tokenizer:
@@ -83,6 +173,15 @@ class Tokenizer:
     *alphabet* is the base symbols, in id order (word scheme: the characters met
     in training, sorted; byte scheme: the 256 bytes). When *vocab* is not given
     the ids are the alphabet's, then one per merge result in merge order.
+
+    *unk_token* (say ``"<unk>"``) is what a symbol outside the vocabulary becomes in
+    :meth:`tokenize` and :meth:`encode`; it is added to the vocabulary with the next
+    free id (one more than the largest) when it is not there, and its id decodes to
+    its text. Without it such a symbol raises :class:`UnknownSymbolError`.
+
+    *pattern* is the byte scheme's pre-split: ``"gpt2"`` (the default), ``"cl100k"`` or
+    ``"o200k"`` (tiktoken's cl100k_base and o200k_base patterns, :data:`.words.PATTERNS`);
+    the word scheme has none (``None``).
     """
 
     def __init__(
@@ -92,16 +191,29 @@ class Tokenizer:
         scheme: Scheme = "word",
         alphabet: Sequence[str] | None = None,
         vocab: dict[str, int] | None = None,
+        unk_token: str | None = None,
+        pattern: Pattern | None = None,
     ) -> None:
         if scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {SCHEMES}, not {scheme!r}")
+        if scheme == "word" and pattern is not None:
+            raise ValueError("pattern= is the byte scheme's pre-split; the word scheme splits on spaces")
         self.scheme: Scheme = scheme
+        self.pattern: Pattern | None = None if scheme == "word" else check_pattern(pattern or "gpt2")
         self.merges: list[tuple[str, str]] = [(left, right) for left, right in merges]
         if vocab is None:
             vocab = _default_vocab(self.merges, scheme, alphabet)
         else:
             _check_vocab(vocab, self.merges)
         self.vocab: dict[str, int] = dict(vocab)
+        if unk_token is not None and (not isinstance(unk_token, str) or not unk_token):
+            raise ValueError(f"unk_token must be a non-empty str or None, not {unk_token!r}")
+        self.unk_token: str | None = unk_token
+        self._unk_id: int | None = None
+        if unk_token is not None:
+            if unk_token not in self.vocab:
+                self.vocab[unk_token] = max(self.vocab.values(), default=-1) + 1
+            self._unk_id = self.vocab[unk_token]
         self._tokens = {i: token for token, i in self.vocab.items()}
         self._ranks: dict[tuple[str, str], int] = {}
         for rank, pair in enumerate(self.merges):
@@ -113,9 +225,12 @@ class Tokenizer:
         self._starts: Any = np.zeros(0, np.int64)
         self._lens: Any = np.zeros(0, np.int64)
         self._table: Any = None  # the compiled encoder's merge table, made on first use
+        self._encoder: Any = None  # the compiled encoder (_compiled.Encoder), made on first use
 
     def __repr__(self) -> str:
-        return f"<Tokenizer scheme={self.scheme!r} merges={len(self.merges)} vocab={len(self.vocab)}>"
+        unk = f" unk_token={self.unk_token!r}" if self.unk_token is not None else ""
+        pattern = f" pattern={self.pattern!r}" if self.pattern not in (None, "gpt2") else ""
+        return f"<Tokenizer scheme={self.scheme!r}{pattern} merges={len(self.merges)} vocab={len(self.vocab)}{unk}>"
 
     # -- one word -------------------------------------------------------------------------------
 
@@ -165,19 +280,21 @@ class Tokenizer:
         slots = np.fromiter(map(index.get, words, repeat(-1)), np.int64, len(words))
         new = np.flatnonzero(slots < 0)
         if len(new):
-            self._fill({words[i] for i in new.tolist()}, strict=True)
+            self._fill(dict.fromkeys(words[i] for i in new.tolist()), strict=True)  # in order: the first error
             slots[new] = [index[words[i]] for i in new.tolist()]
         return slots
 
-    def _fill(self, missing: set[str], *, strict: bool) -> None:
+    def _fill(self, missing: Collection[str], *, strict: bool) -> None:
         """Tokenize *missing* words into the id cache: compiled on the compiled path.
 
         The cache is the token ids of every word back to back (``_flat``), each
         word's ``_starts``/``_lens`` and ``_index`` (word -> its place): encode
         gathers a text's ids from it with numpy, without a list per word. A word
-        holding a symbol the vocabulary lacks raises :class:`UnknownSymbolError`
-        when *strict*, else stays out of the cache (``tokenize`` and ``apply``
-        still tokenize it, as strings).
+        holding a symbol the vocabulary lacks gets the unk token's id there, if
+        the tokenizer has one; else it raises :class:`UnknownSymbolError` when
+        *strict* (for the first such word of *missing*, and the cache is left as it
+        was), or stays out of the cache (``tokenize`` and ``apply`` still tokenize
+        it, as strings).
         """
         if not missing:
             return
@@ -186,28 +303,33 @@ class Tokenizer:
         words = list(missing)
         flats, starts, lens = [self._flat], [self._starts], [self._lens]
         base = len(self._flat)
+        index: dict[str, int] = {}  # the new words' places: entered with the arrays, after the last error
         if _use_kernels(sum(map(len, words))):
             flat, lengths, known = self._spell(words)
             covered = [word for word, k in zip(words, known, strict=True) if k]
             merged, slot_starts, merged_lengths = self._merge_table().apply(flat, lengths)
             first = len(self._index)
-            self._index.update(zip(covered, range(first, first + len(covered)), strict=True))
+            index.update(zip(covered, range(first, first + len(covered)), strict=True))
             flats.append(merged)
             starts.append(slot_starts + base)
             lens.append(merged_lengths)
             base += len(merged)
             words = [word for word, k in zip(words, known, strict=True) if not k]
         vocab = self.vocab
+        unk = self._unk_id
         ids: list[int] = []
         word_lens: list[int] = []
         for word in words:
             try:
-                tokens = [vocab[token] for token in self.tokenize_word(word)]
+                if unk is None:
+                    tokens = [vocab[token] for token in self.tokenize_word(word)]
+                else:
+                    tokens = [vocab.get(token, unk) for token in self.tokenize_word(word)]
             except KeyError as exc:
                 if strict:
-                    raise UnknownSymbolError(f"{word!r}: the vocabulary has no token {exc.args[0]!r}") from None
+                    raise _unknown_symbol(word, exc.args[0]) from None
                 continue
-            self._index[word] = len(self._index)
+            index[word] = len(self._index) + len(index)
             ids.extend(tokens)
             word_lens.append(len(tokens))
         if word_lens:
@@ -216,6 +338,7 @@ class Tokenizer:
             starts.append(base + np.cumsum(counts) - counts)
             lens.append(counts)
         self._flat, self._starts, self._lens = (np.concatenate(parts) for parts in (flats, starts, lens))
+        self._index.update(index)
 
     def _clear_cache(self) -> None:
         self._index = {}
@@ -261,6 +384,22 @@ class Tokenizer:
             table[byte] = self.vocab.get(ch, -1)
         return table
 
+    def _compiled_encoder(self) -> Any:
+        """The compiled encoder (:class:`._compiled.Encoder`), made on first use."""
+        if self._encoder is None:
+            from . import _kernels
+
+            self._encoder = _kernels.encoder(
+                self.merges, self.vocab, self.scheme, self.pattern, self._unk_id, self._unknown_word
+            )
+        return self._encoder
+
+    def _unknown_word(self, word: str) -> UnknownSymbolError:
+        """The error for *word*, which holds a symbol without an id: it names the first."""
+        vocab = self.vocab
+        token = next((symbol for symbol in self._symbols(word) if symbol not in vocab), word)
+        return _unknown_symbol(word, token)
+
     def _merge_table(self) -> Any:
         if self._table is None:
             from . import _kernels
@@ -277,7 +416,7 @@ class Tokenizer:
         pieces = self._cache.get(word)
         if pieces is None:
             ids = self._word_ids(word)
-            if ids is None:
+            if ids is None or self._unk_id in ids:  # the unk token stands for symbols: spell them
                 return self.tokenize_word(word)
             pieces = self._cache[word] = tuple(self._tokens[i] for i in ids)
         return pieces
@@ -286,14 +425,29 @@ class Tokenizer:
 
     def words(self, text: str) -> list[str]:
         """The words (word scheme) or chunks (byte scheme) *text* is cut into before merging."""
-        return split_words(text) if self.scheme == "word" else split_chunks(text)
+        return split_chunks(text, self.pattern) if self.pattern is not None else split_words(text)
 
     def tokenize(self, text: str) -> list[str]:
-        """The tokens of *text*, in order."""
-        return list(chain.from_iterable(self._pieces(self.words(text))))
+        """The tokens of *text*, in order (a symbol outside the vocabulary as the unk token, if any)."""
+        pieces = chain.from_iterable(self._pieces(self.words(text)))
+        unk = self.unk_token
+        if unk is None:
+            return list(pieces)
+        vocab = self.vocab
+        return [piece if piece in vocab else unk for piece in pieces]
 
     def encode(self, text: str) -> list[int]:
-        """The token ids of *text*; :class:`UnknownSymbolError` for a symbol the vocabulary lacks."""
+        """The token ids of *text*. A symbol the vocabulary lacks is the unk token's id, or,
+        without an unk token, :class:`UnknownSymbolError`.
+
+        On the compiled path one compiled call cuts the text, looks its words up in the
+        cache of words met before and merges only the new ones.
+        """
+        if backend.compiled():
+            encoder = self._encoder
+            if encoder is None:
+                encoder = self._compiled_encoder()
+            return encoder.encode(text)  # type: ignore[no-any-return]
         slots = self._slots(self.words(text))
         lens = self._lens[slots]
         if not len(lens):
@@ -302,7 +456,71 @@ class Tokenizer:
         return self._flat[np.repeat(shift, lens) + np.arange(int(lens.sum()))].tolist()  # type: ignore[no-any-return]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary."""
+        """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary.
+
+        The unk token's id decodes to the unk token's text (in the word scheme it
+        carries no word end: the word it ends runs on into the next, as in
+        Hugging Face's decoder).
+        """
+        if backend.compiled():
+            if isinstance(ids, np.ndarray):
+                ids = ids.tolist()
+            if isinstance(ids, (list, tuple)):
+                encoder = self._encoder
+                if encoder is None:
+                    encoder = self._compiled_encoder()
+                text = encoder.decode(ids)
+                if text is not None:
+                    return text  # type: ignore[no-any-return]
+        return self._decode(ids)
+
+    def encode_batch(self, texts: Iterable[str], threads: int = 0) -> list[list[int]]:
+        """:meth:`encode` of each of *texts*, on *threads* threads (0: one per core).
+
+        On the compiled path the texts are cut into one share per thread, of about
+        equal length, each encoded with the GIL released. The cache of words is read
+        by all of them and written by none while they run: each share keeps the words
+        new to it in a cache of its own, and those are added to the shared cache when
+        every share is done (so two shares may both tokenize a word new to both). The
+        ids are :meth:`encode`'s. On the numpy path the texts are encoded one by one.
+        """
+        batch = list(texts)
+        workers = _workers(threads)
+        if not backend.compiled():
+            return [self.encode(text) for text in batch]
+        encoder = self._encoder
+        if encoder is None:
+            encoder = self._compiled_encoder()
+        out: list[Any] = [None] * len(batch)
+        sizes = [len(text) if isinstance(text, str) else 0 for text in batch]
+        encoder.hold()
+        try:
+            found = _in_shares(encoder.encode_share, batch, out, sizes, workers)
+        finally:
+            encoder.release()
+        for words in found:
+            encoder.adopt(words)
+        return out
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], threads: int = 0) -> list[str]:
+        """:meth:`decode` of each of *batch*, on *threads* threads (0: one per core); the first
+        item holding an id outside the vocabulary raises :class:`InvalidIdError`."""
+        items: list[Any] = [ids.tolist() if isinstance(ids, np.ndarray) else ids for ids in batch]
+        items = [ids if isinstance(ids, (list, tuple)) else list(ids) for ids in items]
+        workers = _workers(threads)
+        if not backend.compiled():
+            return [self.decode(ids) for ids in items]
+        encoder = self._encoder
+        if encoder is None:
+            encoder = self._compiled_encoder()
+        out: list[Any] = [None] * len(items)
+        _in_shares(encoder.decode_share, items, out, list(map(len, items)), workers)
+        for k, text in enumerate(out):
+            if text is None:  # an item the compiled decoder left to the Python one: it decodes or raises
+                out[k] = self._decode(items[k])
+        return out
+
+    def _decode(self, ids: Iterable[int]) -> str:
         tokens = self._tokens
         try:
             pieces = [tokens[i] for i in ids]
@@ -313,7 +531,13 @@ class Tokenizer:
             text = "".join(pieces).replace(WORD_END, " ")
             return text[:-1] if text.endswith(" ") else text
         table = unicode_to_bytes()
-        data = bytes(table[ch] for ch in "".join(pieces))
+        unk = self.unk_token
+        data = None
+        if unk is None or unk not in pieces:
+            with contextlib.suppress(KeyError):
+                data = bytes(table[ch] for ch in "".join(pieces))
+        if data is None:  # the unk token, or tokens of a loaded vocabulary spelt outside GPT-2's byte map, are text
+            data = b"".join(piece.encode("utf-8") if piece == unk else _piece_bytes(piece, table) for piece in pieces)
         try:
             return data.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:  # ids that cut a character in two: replaced, as GPT-2's decoders do
@@ -407,21 +631,203 @@ class Tokenizer:
 
     # -- files ----------------------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Word scheme: a subword-nmt codes file at *path*. Byte scheme: ``vocab.json`` and
-        ``merges.txt`` in the directory *path* (made if missing)."""
-        if self.scheme == "word":
+    def save(self, path: str | os.PathLike[str], format: Format | None = None) -> None:
+        """Write the model at *path* in *format* (one of :data:`~.formats.FORMATS`).
+
+        Without *format*: a word-scheme model is a subword-nmt codes file, a byte-scheme
+        one a GPT-2 directory (``vocab.json`` and ``merges.txt`` in the directory
+        *path*, made if missing). ``"codes"`` is for the word scheme; ``"gpt2"``,
+        ``"tokenizer.json"`` (Hugging Face's one file) and ``"tiktoken"`` (a rank
+        file, :meth:`save_tiktoken`) are for the byte scheme. Files are written
+        through a temporary file renamed into place.
+
+        The pre-split pattern is kept by ``tokenizer.json`` (its ``Split``); a rank file
+        holds none (give it to :meth:`load_tiktoken`), and a GPT-2 directory is GPT-2's
+        pattern only: a model with another pattern raises :class:`UnsupportedModelError`
+        there (save it as ``tokenizer.json``).
+        """
+        if format is None:
+            format = "codes" if self.scheme == "word" else "gpt2"
+        if format not in FORMATS:
+            raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+        if (format == "codes") != (self.scheme == "word"):
+            wanted = "a word-scheme (subword-nmt)" if format == "codes" else "a byte-scheme (GPT-2)"
+            raise ValueError(f"format {format!r} holds {wanted} model; this one is {self.scheme}-scheme")
+        if format == "codes":
             write_codes(path, self.merges)
-        else:
+        elif format == "gpt2":
+            if self.pattern != "gpt2":
+                raise UnsupportedModelError(
+                    f"a GPT-2 directory (vocab.json + merges.txt) cuts text by GPT-2's pattern; this model cuts by "
+                    f"{self.pattern}'s: save it with format='tokenizer.json', which keeps the pattern (or 'tiktoken', "
+                    f"then load it with pattern={self.pattern!r})"
+                )
             write_gpt2(path, self.vocab, self.merges)
+        elif format == "tokenizer.json":
+            from .tokenizer_json import write_tokenizer_json
+
+            write_tokenizer_json(path, self.vocab, self.merges, self.unk_token, self.pattern or "gpt2")
+        else:
+            self.save_tiktoken(path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Tokenizer:
-        """A codes file (word scheme) or a GPT-2 model directory (byte scheme), told apart by what *path* is."""
-        if Path(path).is_dir():
-            vocab, merges = read_gpt2(path)
-            return cls(merges, scheme="byte", vocab=vocab)
-        return cls(read_codes(path), scheme="word")
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        format: Format | None = None,
+        vocab: str | os.PathLike[str] | None = None,
+        unk_token: str | None = None,
+        pattern: str | None = None,
+    ) -> Tokenizer:
+        """The model at *path*, in *format*, or in the format :func:`~.formats.detect_format` finds.
+
+        Detected: a directory is GPT-2's (byte scheme); a file starting with ``{`` a
+        Hugging Face ``tokenizer.json`` (byte scheme, see :mod:`.tokenizer_json` for
+        what is read); one whose first line is ``<base64> <rank>`` a tiktoken rank
+        file (:meth:`load_tiktoken`, GPT-2's pattern); anything else a subword-nmt
+        codes file (word scheme).
+
+        *vocab* (codes files only) is a subword-nmt vocabulary file (``get-vocab``'s
+        ``token count`` lines): every character of its tokens joins the alphabet, so a
+        model loaded from codes has an id for every character of the text the
+        vocabulary was counted on, not only for those its merges mention. The ids
+        are then those :func:`~bytepair.subword.learn` gives: the characters in both
+        forms (``c``, ``c</w>``), sorted, then one per merge result. The file's order
+        and counts do not set ids.
+
+        *unk_token* is :class:`Tokenizer`'s; a ``tokenizer.json`` names its own,
+        which *unk_token* replaces when given.
+
+        *pattern* (byte scheme: ``"gpt2"``, ``"cl100k"``, ``"o200k"``, or one of their
+        regexes) is the pre-split of a rank file or a GPT-2 directory, which do not
+        record one (default ``"gpt2"``); a ``tokenizer.json`` records its own, and a
+        *pattern* that differs from it is a ``ValueError``.
+        """
+        if format is None:
+            format = detect_format(path)
+        if format not in FORMATS:
+            raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+        if vocab is not None and format != "codes":
+            raise ValueError("vocab= is a subword-nmt vocabulary file: it goes with a codes file")
+        if pattern is not None and format == "codes":
+            raise ValueError("pattern= is the byte scheme's pre-split: a codes file holds a word-scheme model")
+        if format == "gpt2":
+            table, merges = read_gpt2(path)
+            return cls(merges, scheme="byte", vocab=table, unk_token=unk_token, pattern=_pattern(pattern or "gpt2"))
+        if format == "tokenizer.json":
+            from .tokenizer_json import read_tokenizer_json
+
+            model = read_tokenizer_json(path)
+            if pattern is not None and _pattern(pattern) != model.pattern:
+                raise ValueError(f"{os.fspath(path)} cuts text by {model.pattern}'s pattern, not by {pattern!r}")
+            unk = model.unk_token if unk_token is None else unk_token
+            return cls(model.merges, scheme="byte", vocab=model.vocab, unk_token=unk, pattern=model.pattern)
+        if format == "tiktoken":
+            return cls.load_tiktoken(path, pattern or "gpt2", unk_token=unk_token)
+        merges = read_codes(path)
+        alphabet = None
+        if vocab is not None:
+            chars = _base_chars(merges) | {ch for token in read_vocab_file(vocab) for ch in token}
+            alphabet = sorted(chars | {ch + WORD_END for ch in chars})
+        return cls(merges, scheme="word", alphabet=alphabet, unk_token=unk_token)
+
+    def save_tiktoken(self, path: str | os.PathLike[str]) -> dict[int, int]:
+        """Write a byte-scheme model as a tiktoken rank file at *path*; returns each id's rank.
+
+        Written: the 256 bytes and every merge result (tiktoken keeps the unk token and
+        other added tokens apart, as ``special_tokens``: they are left out). The ranks
+        are the ids whenever the ids of merge results grow in merge order (every model
+        bytepair learns, GPT-2's, Hugging Face's trainer's): then tiktoken gives
+        bytepair's ids. Otherwise the bytes get ranks 0-255 in the order of their ids
+        and the merge results 256 on in merge order, and the returned map says which.
+        A model whose merges tiktoken cannot reproduce (two merges making one token, a
+        merge tiktoken's rank rule would make from other parts) raises
+        :class:`~.errors.UnsupportedModelError` and writes nothing.
+        """
+        from .ranks import merges_from_ranks, write_ranks
+
+        if self.scheme != "byte":
+            raise ValueError("a tiktoken rank file holds a byte-scheme (GPT-2) model; this one is word-scheme")
+        table = unicode_to_bytes()
+        byte_ids: list[int] = []
+        for byte, ch in enumerate(bytes_to_unicode()):
+            if ch not in self.vocab:
+                raise UnsupportedModelError(f"tiktoken needs every byte: byte {byte:#04x} ({ch!r}) has no id")
+            byte_ids.append(self.vocab[ch])
+        made: list[str] = []
+        for number, (left, right) in enumerate(self.merges, start=1):
+            if left + right in made:
+                raise UnsupportedModelError(
+                    f"merge {number} ({left} {right}) makes {left + right!r} again: a rank file names each token once"
+                )
+            made.append(left + right)
+        try:
+            spelt = {token: bytes(table[ch] for ch in token) for token in (*bytes_to_unicode(), *made)}
+        except KeyError as exc:
+            raise UnsupportedModelError(f"a merge result holds {exc.args[0]!r}, not a GPT-2 byte character") from None
+        made_ids = [self.vocab[token] for token in made]
+        if all(a < b for a, b in pairwise(made_ids)):
+            ids = {token: self.vocab[token] for token in spelt}
+        else:
+            order = sorted(range(256), key=byte_ids.__getitem__)
+            ids = {bytes_to_unicode()[byte]: rank for rank, byte in enumerate(order)}
+            ids.update((token, 256 + k) for k, token in enumerate(made))
+        ranks = {spelt[token]: rank for token, rank in ids.items()}
+        ours = [(spelt[left], spelt[right]) for left, right in self.merges]
+        theirs = merges_from_ranks(ranks, "these merges as ranks")
+        for number, (mine, other) in enumerate(zip(ours, theirs, strict=True), start=1):
+            if mine != other:
+                raise UnsupportedModelError(
+                    f"merge {number} joins {mine!r}; tiktoken, merging by the ranks, would join {other!r}: "
+                    "a rank file cannot hold these merges"
+                )
+        write_ranks(path, ranks)
+        return {self.vocab[token]: rank for token, rank in ids.items()}
+
+    @classmethod
+    def load_tiktoken(
+        cls, path: str | os.PathLike[str], pattern: str = "gpt2", *, unk_token: str | None = None
+    ) -> Tokenizer:
+        """A byte-scheme model from a tiktoken rank file: ids are the ranks, merges rebuilt from them.
+
+        The merges are rebuilt as tiktoken's converters do (:func:`.ranks.merges_from_ranks`):
+        for each token in rank order, the split into two lower-ranked tokens that merging
+        its bytes by rank ends in. *pattern* is the pre-split, which a rank file does not
+        record: ``"gpt2"`` (tiktoken's ``gpt2`` and ``r50k_base``), ``"cl100k"``
+        (``cl100k_base``) or ``"o200k"`` (``o200k_base``), by name or as tiktoken's
+        ``pat_str``; another regex raises :class:`UnsupportedModelError`.
+        """
+        from .ranks import merges_from_ranks, read_ranks
+
+        name = _pattern(pattern)
+        ranks = read_ranks(path)
+        merges = merges_from_ranks(ranks, os.fspath(path))
+        table = bytes_to_unicode()
+
+        def spell(token: bytes) -> str:
+            return "".join(table[b] for b in token)
+
+        vocab = {spell(token): rank for token, rank in ranks.items()}
+        return cls(
+            [(spell(a), spell(b)) for a, b in merges], scheme="byte", vocab=vocab, unk_token=unk_token, pattern=name
+        )
+
+
+def _pattern(pattern: str) -> Pattern:
+    """The name of a pre-split *pattern* given by name or as a regex; UnsupportedModelError for another."""
+    name = pattern_of(pattern)
+    if name is None:
+        raise UnsupportedModelError(
+            f"pattern {pattern!r}: bytepair cuts text by GPT-2's, cl100k_base's and o200k_base's patterns only "
+            "(pattern='gpt2', 'cl100k', 'o200k', or tiktoken's pat_str of one of them)"
+        )
+    return name
+
+
+def _piece_bytes(piece: str, table: dict[str, int]) -> bytes:
+    """A byte-level token's bytes; a character outside GPT-2's byte map stands for its own UTF-8."""
+    return b"".join(bytes((table[ch],)) if ch in table else ch.encode("utf-8", "surrogatepass") for ch in piece)
 
 
 def _default_vocab(merges: list[tuple[str, str]], scheme: Scheme, alphabet: Sequence[str] | None) -> dict[str, int]:
@@ -430,13 +836,18 @@ def _default_vocab(merges: list[tuple[str, str]], scheme: Scheme, alphabet: Sequ
         if scheme == "byte":
             alphabet = bytes_to_unicode()
         else:  # a loaded codes file: the characters of the symbols no merge makes, in both forms
-            made = {left + right for left, right in merges}
-            chars = {s.removesuffix(WORD_END) for pair in merges for s in pair if s not in made}
+            chars = _base_chars(merges)
             alphabet = sorted(chars | {ch + WORD_END for ch in chars})
     vocab: dict[str, int] = {}
     for token in chain(alphabet, (left + right for left, right in merges)):
         vocab.setdefault(token, len(vocab))
     return vocab
+
+
+def _base_chars(merges: list[tuple[str, str]]) -> set[str]:
+    """The characters of a codes file: its symbols that no merge makes, without ``</w>``."""
+    made = {left + right for left, right in merges}
+    return {s.removesuffix(WORD_END) for pair in merges for s in pair if s not in made}
 
 
 def _check_vocab(vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
