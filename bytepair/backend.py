@@ -183,6 +183,14 @@ def crc32(data: Any, value: int = 0) -> int:
     return zlib.crc32(data, value)
 
 
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int | None:
+    """zlib's ``crc32_combine`` by the compiled core; None on the numpy path (the caller's
+    pure Python one then: ``container.crc``)."""
+    if _compiled or (_choice is None and compiled()):
+        return int(kernel("_crc").crc32_combine(crc1, crc2, len2))
+    return None
+
+
 def encode_blocks(
     data: npt.NDArray[np.uint8],
     bounds: npt.NDArray[np.int64],

@@ -31,7 +31,7 @@ def test_frames_cover_the_file_and_its_content() -> None:
     for before, after in itertools.pairwise(frames):
         assert after.original_offset == before.original_offset + before.original_size
         assert after.offset >= before.offset + before.size  # an end record and a stream header may lie between
-    assert [f.index for f in frames] == [*range(len(frames) - 4), *range(4)]  # the second stream counts anew
+    assert [f.number for f in frames] == [*range(len(frames) - 4), *range(4)]  # the second stream counts anew
 
 
 def test_each_frame_decodes_alone_to_its_part() -> None:
@@ -39,12 +39,12 @@ def test_each_frame_decodes_alone_to_its_part() -> None:
     blocks = 0
     for frame in list_frames(io.BytesIO(blob)):
         record = blob[frame.offset : frame.offset + frame.size]
-        header = unpack_frame_header(record, 0, frame.index)
-        if frame.index == 0:
+        header = unpack_frame_header(record, 0, frame.number)
+        if frame.number == 0:
             blocks = 0
         assert frame.first_block == blocks
         blocks += header.n_blocks
-        out = decode_frame(header, record[FRAME_HEADER_SIZE:], frame.index, frame.first_block).tobytes()
+        out = decode_frame(header, record[FRAME_HEADER_SIZE:], frame.number, frame.first_block).tobytes()
         assert out == content[frame.original_offset : frame.original_offset + frame.original_size]
 
 

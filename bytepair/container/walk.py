@@ -15,11 +15,10 @@ stream back, and the errors a caller sees are the walker's.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +36,7 @@ from .format import (
     MAGIC,
     STREAM_HEADER_SIZE,
     CompactRecord,
+    FrameHeader,
     StreamTally,
     read_compact_head,
     unpack_end,
@@ -145,20 +145,21 @@ class FileSource:
         return max(0, min(size, self._pos - at))
 
 
-@dataclasses.dataclass(frozen=True)
-class FrameEntry:
+class FrameEntry(NamedTuple):
     """Where one frame lies, from its header: enough to read and decode it alone, as a
-    parallel reader does. A compact stream's record is one frame (frame 0 of its stream)."""
+    parallel reader does. A compact stream's record is one frame (frame 0 of its stream).
+    (A named tuple: one is made per frame, and a frozen dataclass cost 1-2 us each.)"""
 
     offset: int  # of its record (header, then body) in the data, from where the walk began
     size: int  # of the whole record
     original_offset: int  # of its first original byte in the data's content (every stream counted)
     original_size: int
-    index: int  # its number within its stream, as error messages name it
+    number: int  # its number within its stream, as error messages name it
     first_block: int  # the number of its first block within its stream (for messages too)
     compact: bool = False  # the record is a compact stream's (``format.compact_record``), not a frame
     head: bytes = b""  # its header as read (a compact record: its first bytes)
     record: CompactRecord | None = None  # a compact record's fields (offsets from its start)
+    header: FrameHeader | None = None  # a frame's header, as read
 
 
 class Walker:
@@ -172,9 +173,9 @@ class Walker:
     *on_frame* is called with each frame's original size as soon as its header is read,
     before its body is asked for (a limit on the output).
 
-    ``size``, ``crc``, ``n_frames`` and ``n_blocks`` count the frames walked; ``at`` is the
-    offset reached, and ``complete`` is true once the data (or the one stream) has ended
-    and its end has been checked.
+    ``size``, ``n_frames`` and ``n_blocks`` count the frames walked, ``crc`` the content of
+    the streams ended; ``at`` is the offset reached, and ``complete`` is true once the data
+    (or the one stream) has ended and its end has been checked.
     """
 
     def __init__(
@@ -307,7 +308,7 @@ class Walker:
         self._need(at + FRAME_HEADER_SIZE, header.body_size, f"body of frame {tally.n_frames}")
         entry = FrameEntry(
             at, FRAME_HEADER_SIZE + header.body_size, self.size, header.orig_size, tally.n_frames, tally.n_blocks,
-            head=raw,
+            head=raw, header=header,
         )  # fmt: skip
         self._count(header.orig_size, header.content_crc, header.n_blocks)
         self.at = at + entry.size
@@ -330,22 +331,27 @@ class Walker:
             self._on_frame(rec.orig_size)
         self._need(at + len(head), rec.end - len(head), "compact record")
         self.at = at + rec.end
-        self._in_stream = False
-        self.complete = self._one_stream
         if not rec.orig_size:
             if rec.content_crc:
                 raise faults.content_crc(0)
+            self._stream_ended()
             return None
         entry = FrameEntry(at, rec.end, self.size, rec.orig_size, 0, 0, compact=True, head=head, record=rec)
         self._count(rec.orig_size, rec.content_crc, 1)
+        self._stream_ended()
         return entry
 
     def _count(self, orig_size: int, content_crc: int, n_blocks: int) -> None:
         self._tally.add(orig_size, content_crc, n_blocks)
-        self.crc = crc32_combine(self.crc, content_crc, orig_size)
         self.size += orig_size
         self.n_frames += 1
         self.n_blocks += n_blocks
+
+    def _stream_ended(self) -> None:
+        """The stream's CRC joins the data's (``crc``: the streams ended so far)."""
+        self.crc = crc32_combine(self.crc, self._tally.crc, self._tally.size)
+        self._in_stream = False
+        self.complete = self._one_stream
 
     def _end(self, kind: bytes) -> None:
         raw = self._record(kind, END_SIZE, "end record")
@@ -355,8 +361,7 @@ class Walker:
             raise moved(exc, self.at) from None
         self._tally.check_end(end, self.at)
         self.at += END_SIZE
-        self._in_stream = False
-        self.complete = self._one_stream
+        self._stream_ended()
 
 
 def decode_entry(
@@ -366,15 +371,15 @@ def decode_entry(
     those the walk read (``entry.head``), that is a frame's body, or the rest of a compact
     record. Short *rest* raises ``TruncatedDataError``. *into*: as ``codec.decode_frame``'s."""
     if len(rest) < entry.size - len(entry.head):
-        what = "compact record" if entry.compact else f"body of frame {entry.index}"
+        what = "compact record" if entry.compact else f"body of frame {entry.number}"
         at = entry.offset + len(entry.head)
         raise TruncatedDataError(
             f"data ends inside the {what} at byte {at} (needs {entry.size - len(entry.head)} bytes, has {len(rest)})"
         )
     if entry.record is not None:
         return decode_compact(entry.record, entry.head + bytes(rest), into)
-    header = unpack_frame_header(entry.head, 0, entry.index)  # checked when walked: cannot fail
-    return decode_frame(header, rest, entry.index, entry.first_block, into)
+    header = entry.header or unpack_frame_header(entry.head, 0, entry.number)  # checked when walked: cannot fail
+    return decode_frame(header, rest, entry.number, entry.first_block, into)
 
 
 def read_entry(entry: FrameEntry, source: Source) -> npt.NDArray[np.uint8]:
