@@ -41,9 +41,11 @@ is the median of the runs' own ratios, bytepair's over the other side's measured
 the same run: speed over speed (higher: bytepair faster) for encode, decode and the
 batches (``threads=0`` over ``threads=1``); time over time (lower: bytepair faster)
 for learning. The garbage collector stays on, as in a program that does not turn it
-off, and runs before each timed call. bytepair's cache of words is warm when the
-timing starts (the checks have encoded every line), as in a data loader past its
-first lines; tiktoken keeps no such cache.
+off, and runs before each timed call; what the set-up made (the text, every line's
+ids for the checks and the decode cases) is frozen out of its passes (``gc.freeze``),
+so that its work while timing is that of the timed calls' own objects. bytepair's
+cache of words is warm when the timing starts (the checks have encoded every line),
+as in a data loader past its first lines; tiktoken keeps no such cache.
 
 Exit status: 0 done, 1 a peer disagreed on ids or text (or a learner's child process
 failed), 2 bad usage or ../shared absent. A peer that is not installed (tiktoken,
@@ -491,8 +493,13 @@ def main(argv: list[str] | None = None) -> int:
                 rows += learn_row(path, args.merges, notes)
             rows.sort(key=lambda row: CASES.index(row.case))
             prepared = time.perf_counter()
-            if rows:
-                run(rows, args.runs)
+            gc.collect()
+            gc.freeze()  # the set-up's objects (every line's ids) out of the collector's passes while timing
+            try:
+                if rows:
+                    run(rows, args.runs)
+            finally:
+                gc.unfreeze()
         except Disagreement as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 1
