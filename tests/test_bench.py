@@ -21,7 +21,7 @@ import bytepair.backend
 from bytepair import DEFAULT_LEVEL
 from bytepair.cli import bench as _bench
 from bytepair.cli.bench import Codec
-from tests.helpers import REPO, use_kernels
+from tests.helpers import CORPUS, REPO, require_shared, use_kernels
 
 SCRIPT = REPO / "benchmarks" / "roundtrip.py"
 TEXT = b"the quick brown fox jumps over the lazy dog; " * 200 + bytes(range(256))
@@ -653,3 +653,96 @@ def test_the_peers_users_would_pick_instead_are_codecs() -> None:
     assert peers == expected
     for codec in _bench.default_codecs([5])[4:]:
         assert codec.decompress(codec.compress(b"peer " * 1000)) == b"peer " * 1000
+
+
+TOKENIZE = REPO / "benchmarks" / "tokenizer.py"
+TOKENIZE_CASES = {
+    **{
+        f"{case}/{p}": case
+        for case in ("encode-lines", "encode-whole", "decode-lines")
+        for p in ("gpt2", "cl100k", "o200k")
+    },
+    "word-encode-lines": "word-encode-lines",
+    **{f"{case}/{p}": case for case in ("encode-batch", "decode-batch") for p in ("gpt2", "cl100k", "o200k", "word")},
+    "learn": "learn",
+}
+
+
+def require_tokenize_peers() -> None:
+    require_shared(CORPUS / "canterbury")
+    require_shared(CORPUS / "calgary")
+    pytest.importorskip("tiktoken", reason="a peer of benchmarks/tokenizer.py")
+    pytest.importorskip("tokenizers", reason="a peer of benchmarks/tokenizer.py")
+
+
+def test_no_script_is_named_like_a_standard_library_module() -> None:
+    """A script's folder comes first on its sys.path: a benchmarks/tokenize.py would be every script's
+    ``import tokenize`` (inspect, and so dataclasses, import it), and every script would fail."""
+    names = {path.stem for path in (REPO / "benchmarks").glob("*.py")}
+    assert names & sys.stdlib_module_names == set()
+
+
+def test_tokenizer_measures_every_case_against_its_peer(tmp_path: Path) -> None:
+    require_tokenize_peers()
+    out_json = tmp_path / "out.json"
+    proc = run_benchmark(TOKENIZE, "--size", "0.05", "--merges", "300", "--runs", "1", "--json", str(out_json))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("command: ") and lines[0].endswith(
+        "tokenizer.py --size 0.05 --merges 300 --runs 1 --json " + str(out_json)
+    )
+    assert lines[1] == f"kernels: {bytepair.backend._choose()}"
+    assert lines[2].startswith("machine: ")
+    found = json.loads(out_json.read_text())
+    assert {key: r["case"] for key, r in found["cases"].items()} == TOKENIZE_CASES
+    rows = [line.split(" | ") for line in lines if line.startswith("| ") and not line.startswith("| case")]
+    assert [row[0][2:] for row in rows] == [r["label"] for r in found["cases"].values()]
+    for r in found["cases"].values():
+        ((ours, theirs),) = r["runs_s"]
+        assert r["ratio"] == pytest.approx(theirs / ours if r["unit"] == "MB/s" else ours / theirs)
+    assert found["cases"]["learn"]["note"] == "merges learnt: bytepair 300, tokenizers 300"
+    assert found["notes"] == []
+
+
+def test_tokenizer_refuses_bad_usage_and_names_a_missing_peer(tmp_path: Path) -> None:
+    for args in (["--only", "encode"], ["--patterns", "gpt3"], ["--runs", "0"]):
+        assert run_benchmark(TOKENIZE, *args).returncode == 2, args
+    require_shared(CORPUS / "canterbury")
+    hidden = tmp_path / "hidden"
+    for peer in ("tiktoken", "tokenizers"):
+        (hidden / peer).mkdir(parents=True)
+        (hidden / peer / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    proc = subprocess.run(
+        [sys.executable, str(TOKENIZE), "--size", "0.02", "--merges", "100", "--runs", "1", "--patterns", "gpt2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(hidden)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "note: encode-lines, encode-whole, decode-lines left out: tiktoken is not installed" in proc.stdout
+    assert "note: learn left out: tokenizers is not installed" in proc.stdout
+    assert "| byte gpt2: encode_batch, threads=0 |" in proc.stdout
+
+
+def test_tokenizer_exits_1_when_a_peer_gives_other_ids(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_tokenize_peers()
+    import tiktoken
+
+    spec = importlib.util.spec_from_file_location("tokenizer_benchmark", TOKENIZE)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the checkout first
+    monkeypatch.setitem(sys.modules, spec.name, script)
+    spec.loader.exec_module(script)
+    for name in ("RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM", "TIKTOKEN_CACHE_DIR"):  # main sets them
+        monkeypatch.setenv(name, "")
+    original = tiktoken.Encoding.encode_ordinary
+    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", lambda self, text: original(self, text)[::-1])
+    args = ["--size", "0.02", "--merges", "100", "--runs", "1", "--patterns", "gpt2", "--only", "encode-lines"]
+    assert script.main(args) == 1
+    assert capsys.readouterr().err.startswith("tokenizer.py: byte gpt2: tiktoken encode_ordinary: line ")
