@@ -403,11 +403,11 @@ def run(rows: list[Row], runs: int) -> None:
 
 
 def machine() -> dict[str, Any]:
+    from bytepair._threads import resolve_threads
     from bytepair.cli.bench import machine_info
-    from bytepair.subword.tokenizer import _workers
 
     info = machine_info()
-    info["usable_cores"] = _workers(0)
+    info["usable_cores"] = resolve_threads(0)
     info["load_average"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
     for peer in ("tiktoken", "tokenizers"):
         if have(peer):

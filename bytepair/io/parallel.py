@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from .._threads import resolve_threads
 from ..container.codec import encode_frame, run_engine
 from ..core.params import Params
 
@@ -56,20 +57,6 @@ MIN_TAIL_SHARE = 1 << 17
 SPARE_FRAMES = 1
 """Frames left waiting per worker while the caller's thread encodes one: a worker that
 is done before it takes the next at once."""
-
-
-def resolve_threads(threads: int) -> int:
-    """Number of workers for *threads* (0 means one per available core)."""
-    if isinstance(threads, bool) or not isinstance(threads, int):
-        raise TypeError(f"threads must be an integer, not {type(threads).__name__}")
-    if threads < 0:
-        raise ValueError(f"threads must be >= 0 (0 = all cores), got {threads}")
-    if threads == 0:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not every platform has affinity
-            return os.cpu_count() or 1
-    return threads
 
 
 class _Place(Protocol):

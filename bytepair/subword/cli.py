@@ -204,19 +204,9 @@ def _apply(args: argparse.Namespace) -> int:
     tok = Tokenizer.load(args.codes, format="codes")
     if tok.scheme != "word":
         raise SubwordError(f"{args.codes}: apply needs a codes file (word scheme), not a model directory")
-    source = open(args.input, encoding="utf-8", newline="") if args.input else _stdin()  # noqa: SIM115
-    try:
-        sink = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout  # noqa: SIM115
-        try:
-            for out in tok.apply_text(_lines(source), args.separator):
-                sink.write(out)
-        finally:
-            if sink is not sys.stdout:
-                sink.close()
-            else:
-                sink.flush()
-    finally:
-        source.close()
+    with _text_streams(args, newline="") as (source, sink):
+        for out in tok.apply_text(_lines(source), args.separator):
+            sink.write(out)
     return 0
 
 
@@ -262,13 +252,21 @@ def _line_by_line(args: argparse.Namespace, convert: Callable[[str, int], str]) 
     Lines end at ``\\n`` only (the byte scheme keeps other line breaks as text); a
     failure stops at its line, after the lines before it were written.
     """
-    # newline="\n": lines end at \n only, and nothing is translated
-    source = open(args.input, encoding="utf-8", newline="\n") if args.input else _stdin("\n")  # noqa: SIM115
+    with _text_streams(args, newline="\n") as (source, sink):  # lines end at \n only, nothing translated
+        for number, line in enumerate(_split_at_newline(source), start=1):
+            sink.write(convert(line, number) + "\n")
+    return 0
+
+
+@contextlib.contextmanager
+def _text_streams(args: argparse.Namespace, newline: str) -> Iterator[tuple[TextIO, TextIO]]:
+    """The input (``-i`` or standard input, read with *newline*) and the output (``-o`` or
+    standard output, flushed rather than closed), UTF-8, closed however the block ends."""
+    source = open(args.input, encoding="utf-8", newline=newline) if args.input else _stdin(newline)  # noqa: SIM115
     try:
         sink = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout  # noqa: SIM115
         try:
-            for number, line in enumerate(_split_at_newline(source), start=1):
-                sink.write(convert(line, number) + "\n")
+            yield source, sink
         finally:
             if sink is not sys.stdout:
                 sink.close()
@@ -276,7 +274,6 @@ def _line_by_line(args: argparse.Namespace, convert: Callable[[str, int], str]) 
                 sink.flush()
     finally:
         source.close()
-    return 0
 
 
 def _split_at_newline(stream: TextIO) -> Iterator[str]:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from .. import backend
+from .._threads import resolve_threads
 from .errors import InvalidIdError, UnknownSymbolError, UnsupportedModelError, VocabMismatchError
 from .formats import (
     FORMATS,
@@ -109,20 +110,6 @@ _CACHE_LIMIT = 1 << 20  # distinct words kept tokenized; the cache is emptied wh
 
 MIN_SHARE = 1 << 15
 """Least work (characters to encode, ids to decode) worth a thread of its own in a batch."""
-
-
-def _workers(threads: int) -> int:
-    """The threads a batch may use: *threads*, or one per core the process may use when 0."""
-    if isinstance(threads, bool) or not isinstance(threads, int):
-        raise TypeError(f"threads must be an integer, not {type(threads).__name__}")
-    if threads < 0:
-        raise ValueError(f"threads must be >= 0 (0 = all cores), got {threads}")
-    if threads == 0:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not every platform has affinity
-            return os.cpu_count() or 1
-    return threads
 
 
 def _share_edges(sizes: list[int], workers: int) -> list[tuple[int, int]]:
@@ -485,7 +472,7 @@ class Tokenizer:
         ids are :meth:`encode`'s. On the numpy path the texts are encoded one by one.
         """
         batch = list(texts)
-        workers = _workers(threads)
+        workers = resolve_threads(threads)
         if not backend.compiled():
             return [self.encode(text) for text in batch]
         encoder = self._encoder
@@ -507,7 +494,7 @@ class Tokenizer:
         item holding an id outside the vocabulary raises :class:`InvalidIdError`."""
         items: list[Any] = [ids.tolist() if isinstance(ids, np.ndarray) else ids for ids in batch]
         items = [ids if isinstance(ids, (list, tuple)) else list(ids) for ids in items]
-        workers = _workers(threads)
+        workers = resolve_threads(threads)
         if not backend.compiled():
             return [self.decode(ids) for ids in items]
         encoder = self._encoder

@@ -71,8 +71,13 @@ def encode_frame_body(data: npt.NDArray[np.uint8], params: Params, budget: int) 
     :func:`pack_frame_body` in one call (the same body). Between the three, Python's
     checks, arguments and result objects cost more than a small file's whole encoding
     when caches are cold."""
-    body, n_blocks = _encode.encode_frame_body(
-        np.ascontiguousarray(data, dtype=np.uint8),
+    body, n_blocks = _encode.encode_frame_body(np.ascontiguousarray(data, dtype=np.uint8), *_settings(params, budget))
+    return body, int(n_blocks)
+
+
+def _settings(params: Params, budget: int) -> tuple[int, int, int, int, bool, int, int]:
+    """The engine's settings as the one-call kernels take them, after the data."""
+    return (
         params.block_size,
         params.max_distinct,
         params.escape_limit,
@@ -81,23 +86,13 @@ def encode_frame_body(data: npt.NDArray[np.uint8], params: Params, budget: int) 
         params.merges_per_step,
         int(budget),
     )
-    return body, int(n_blocks)
 
 
 def encode_stream(data: npt.NDArray[np.uint8], params: Params, budget: int) -> bytes:
     """The whole stream of *data* (1 byte to a frame's worth) in one call: :func:`encode_frame_body`
     and ``container.format.one_frame_stream`` (compact for one block), the same bytes. A small
     input's stream costs a few microseconds, no more than the Python calls around it once did."""
-    stream: bytes = _encode.encode_stream(
-        data,
-        params.block_size,
-        params.max_distinct,
-        params.escape_limit,
-        params.threshold,
-        params.recycle,
-        params.merges_per_step,
-        int(budget),
-    )
+    stream: bytes = _encode.encode_stream(data, *_settings(params, budget))
     return stream
 
 
