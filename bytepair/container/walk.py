@@ -258,6 +258,13 @@ class Walker:
         head = bytes(self.source.read(at, STREAM_HEADER_SIZE))
         first = self.streams == 0
         if not head and not first:
+            # the data ends here, or before: a compact record was read only as far as its
+            # size, so its last byte must be shown to be there (an end record was read whole)
+            if self._compact and self.source.available(at - 1, 1) < 1:
+                raise TruncatedDataError(
+                    f"data ends inside the compact record of the stream at byte {self._stream_at} "
+                    f"(it ends at byte {at})"
+                )
             self.complete = True
             return
         k = min(len(head), len(MAGIC))

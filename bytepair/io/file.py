@@ -59,6 +59,7 @@ class _FrameMap:
         self._walker = Walker(source)
         self._starts = array("q")  # original offset of each frame's first byte
         self._frames: list[FrameEntry] = []
+        self._decoded: tuple[int, npt.NDArray[np.uint8]] | None = None  # the compact record last mapped
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -86,6 +87,11 @@ class _FrameMap:
         frame = self._walker.next()
         if frame is None:
             return False
+        if frame.compact:
+            # no end record vouches for a compact record's size (its orig_len has no check but
+            # the content's CRC): it is decoded now, at most 64 KiB, and kept for the read that
+            # follows (a pipe cannot give its bytes twice)
+            self._decoded = (len(self._frames), read_entry(frame, self._source))
         self._starts.append(frame.original_offset)
         self._frames.append(frame)
         return True
@@ -106,6 +112,9 @@ class _FrameMap:
 
     def decode(self, i: int) -> npt.NDArray[np.uint8]:
         """Read, check and decode frame *i* (which must be mapped)."""
+        if self._decoded is not None and self._decoded[0] == i:
+            out, self._decoded = self._decoded[1], None
+            return out
         return read_entry(self._frames[i], self._source)
 
 
