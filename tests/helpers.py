@@ -130,6 +130,7 @@ def compiled_decoder() -> Callable[[PairTables], bytes] | None:
 def kernels(mode: str) -> Iterator[None]:
     """Run the block on path *mode* (``numpy`` or ``compiled``), in this process and in the
     processes it starts (``BYTEPAIR_KERNELS``)."""
+    bytepair.backend.choice()  # chosen from the real environment first: what the block ends by restoring
     saved = os.environ.get(bytepair.backend.KERNELS_ENV)
     os.environ[bytepair.backend.KERNELS_ENV] = mode
     try:

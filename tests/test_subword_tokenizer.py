@@ -286,3 +286,31 @@ def test_a_pipe_is_a_codes_file_and_is_not_read_to_detect_it(tmp_path: Path) -> 
 
     os.mkfifo(tmp_path / "pipe")
     assert detect_format(tmp_path / "pipe") == "codes"  # returns at once: nothing opened the pipe
+
+
+def test_threads_share_one_tokenizer_on_the_numpy_path() -> None:
+    # the numpy path's cache of words grows by replacing its arrays: threads encoding with one
+    # tokenizer at once must each get their own text's ids (they once indexed past an array's end)
+    import threading
+
+    from tests.helpers import kernels
+
+    lines = [f"line {k}: the {k % 7} quick brown foxes, {k * 13 % 101} lazy dogs" for k in range(600)]
+    with kernels("numpy"):
+        tok = learn(lines[:100], 120, scheme="byte")
+        want = [Tokenizer(tok.merges, scheme="byte", vocab=tok.vocab).encode(line) for line in lines]
+        failures: list[BaseException] = []
+
+        def work(first: int) -> None:
+            try:
+                for k in range(first, len(lines), 4):
+                    assert tok.encode(lines[k]) == want[k]
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        workers = [threading.Thread(target=work, args=(first,)) for first in range(4)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+    assert not failures, failures[:2]

@@ -123,6 +123,11 @@ def _share_edges(sizes: list[int], workers: int) -> list[tuple[int, int]]:
 
 _thread_pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
+_NUMPY_CACHE_LOCK = threading.RLock()
+"""The numpy path's cache of words (``_flat``, ``_starts``, ``_lens``, ``_index``) is read and
+grown under this lock: growing replaces its arrays, and a reader in another thread mixing old
+and new ones indexed past their end. (The numpy path runs one thread at a time anyway, under
+the GIL; a module lock keeps tokenizers picklable.)"""
 
 
 def _thread_pool(workers: int) -> ThreadPoolExecutor:
@@ -272,6 +277,10 @@ class Tokenizer:
         return slots
 
     def _fill(self, missing: Collection[str], *, strict: bool) -> None:
+        with _NUMPY_CACHE_LOCK:
+            self._fill_now(missing, strict=strict)
+
+    def _fill_now(self, missing: Collection[str], *, strict: bool) -> None:
         """Tokenize *missing* words into the id cache: compiled on the compiled path.
 
         The cache is the token ids of every word back to back (``_flat``), each
@@ -335,11 +344,12 @@ class Tokenizer:
 
     def _word_ids(self, word: str) -> list[int] | None:
         """The cached token ids of one word, or None."""
-        slot = self._index.get(word)
-        if slot is None:
-            return None
-        start = int(self._starts[slot])
-        return self._flat[start : start + int(self._lens[slot])].tolist()  # type: ignore[no-any-return]
+        with _NUMPY_CACHE_LOCK:
+            slot = self._index.get(word)
+            if slot is None:
+                return None
+            start = int(self._starts[slot])
+            return self._flat[start : start + int(self._lens[slot])].tolist()  # type: ignore[no-any-return]
 
     def _spell(self, words: list[str]) -> tuple[Any, Any, list[bool]]:
         """The initial symbol ids of *words* back to back, their lengths, and which words the vocabulary covers."""
@@ -435,12 +445,14 @@ class Tokenizer:
             if encoder is None:
                 encoder = self._compiled_encoder()
             return encoder.encode(text)  # type: ignore[no-any-return]
-        slots = self._slots(self.words(text))
-        lens = self._lens[slots]
+        words = self.words(text)
+        with _NUMPY_CACHE_LOCK:  # the cache's arrays are replaced as it grows: one thread at a time
+            slots = self._slots(words)
+            lens, starts, flat = self._lens[slots], self._starts[slots], self._flat
         if not len(lens):
             return []
-        shift = self._starts[slots] - (np.cumsum(lens) - lens)  # where each word's ids move to
-        return self._flat[np.repeat(shift, lens) + np.arange(int(lens.sum()))].tolist()  # type: ignore[no-any-return]
+        shift = starts - (np.cumsum(lens) - lens)  # where each word's ids move to
+        return flat[np.repeat(shift, lens) + np.arange(int(lens.sum()))].tolist()  # type: ignore[no-any-return]
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of *ids*; :class:`InvalidIdError` for an id that is not in the vocabulary.
