@@ -59,7 +59,7 @@ class _FrameMap:
         self._walker = Walker(source)
         self._starts = array("q")  # original offset of each frame's first byte
         self._frames: list[FrameEntry] = []
-        self._decoded: tuple[int, npt.NDArray[np.uint8]] | None = None  # the compact record last mapped
+        self._decoded: tuple[int, npt.NDArray[np.uint8] | BytePairError] | None = None  # the compact record last mapped
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -87,13 +87,19 @@ class _FrameMap:
         frame = self._walker.next()
         if frame is None:
             return False
-        if frame.compact:
-            # no end record vouches for a compact record's size (its orig_len has no check but
-            # the content's CRC): it is decoded now, at most 64 KiB, and kept for the read that
-            # follows (a pipe cannot give its bytes twice)
-            self._decoded = (len(self._frames), read_entry(frame, self._source))
         self._starts.append(frame.original_offset)
         self._frames.append(frame)
+        if frame.compact:
+            # no end record vouches for a compact record's size (its orig_len has no check but
+            # the content's CRC): it is decoded now, at most 64 KiB, and what came of it (bytes
+            # or the error) kept for the read that follows (a pipe cannot give its bytes twice)
+            try:
+                outcome: npt.NDArray[np.uint8] | BytePairError = read_entry(frame, self._source)
+            except BytePairError as exc:
+                outcome = exc
+            self._decoded = (len(self._frames) - 1, outcome)
+            if isinstance(outcome, BytePairError):
+                raise outcome
         return True
 
     def locate(self, pos: int) -> int | None:
@@ -113,8 +119,11 @@ class _FrameMap:
     def decode(self, i: int) -> npt.NDArray[np.uint8]:
         """Read, check and decode frame *i* (which must be mapped)."""
         if self._decoded is not None and self._decoded[0] == i:
-            out, self._decoded = self._decoded[1], None
-            return out
+            outcome = self._decoded[1]
+            if isinstance(outcome, BytePairError):
+                raise type(outcome)(str(outcome))  # the same error, each time it is asked
+            self._decoded = None
+            return outcome
         return read_entry(self._frames[i], self._source)
 
 
