@@ -778,9 +778,9 @@ def _expand_small(t: PairTables) -> npt.NDArray[np.uint8]:
             out += b"".join(map(meaning.__getitem__, payload[lo:hi]))
             if len(out) > limit:
                 break
-        if len(out) != limit:
-            more = " or more" if hi < payload_end else ""
-            raise faults.wrong_total(t.first_block + b, f"{len(out) - block_start}{more}", size)
+        if len(out) != limit:  # the whole block's length, as the compiled decoder reports it
+            total = len(out) - block_start + sum(len(meaning[symbol]) for symbol in payload[hi:payload_end])
+            raise faults.wrong_total(t.first_block + b, total, size)
         payload_at += n_symbols
     expanded = np.frombuffer(out, dtype=np.uint8)
     if t.escapes is not None:  # numpy's few calls beat a search per escaped byte
