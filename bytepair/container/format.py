@@ -27,7 +27,6 @@ __all__ = [
     "BLOCK_HEADER_SIZE",
     "COMPACT",
     "COMPACT_ENCODED",
-    "COMPACT_PEEK",
     "COMPACT_STORED",
     "END_SIZE",
     "FRAME_HEADER_SIZE",
@@ -472,8 +471,6 @@ MAX_COMPACT_SIZE = 0xFFFF
 """The most original bytes a compact record holds: one block's."""
 _COMPACT_HEAD = struct.Struct("<IB")  # content_crc, kind
 _BLOCK_HEADER = struct.Struct("<HHBBBH")  # orig_len, payload_len, n_fresh, n_recycled, code-set kind, n_escaped
-COMPACT_PEEK = _COMPACT_HEAD.size + BLOCK_HEADER_SIZE
-"""Bytes of a compact record that tell its size (a stored one's needs 8 at most)."""
 _COMPACT_STREAM_HEADER = pack_stream_header(COMPACT)
 
 
@@ -489,7 +486,7 @@ class CompactRecord(NamedTuple):
 
 def compact_record(buf: bytes | memoryview, offset: int, where: int | None = None) -> CompactRecord | None:
     """The compact record at *offset* (just after its stream header), from its first bytes
-    (``COMPACT_PEEK`` of them always suffice); None when *buf* ends before its size can be
+    (its first 14 always suffice: 8 for a stored one); None when *buf* ends before its size can be
     told. Raises ``CorruptDataError`` for a kind or a size no writer makes, naming the record
     at byte *where* (default: *offset*)."""
     at = offset + _COMPACT_HEAD.size

@@ -156,10 +156,14 @@ class FrameEntry(NamedTuple):
     original_size: int
     number: int  # its number within its stream, as error messages name it
     first_block: int  # the number of its first block within its stream (for messages too)
-    compact: bool = False  # the record is a compact stream's (``format.compact_record``), not a frame
     head: bytes = b""  # its header as read (a compact record: its first bytes)
-    record: CompactRecord | None = None  # a compact record's fields (offsets from its start)
+    record: CompactRecord | None = None  # a compact stream's record (offsets from its start), not a frame
     header: FrameHeader | None = None  # a frame's header, as read
+
+    @property
+    def compact(self) -> bool:
+        """Whether the record is a compact stream's (``format.compact_record``), not a frame."""
+        return self.record is not None
 
 
 class Walker:
@@ -258,13 +262,6 @@ class Walker:
         head = bytes(self.source.read(at, STREAM_HEADER_SIZE))
         first = self.streams == 0
         if not head and not first:
-            # the data ends here, or before: a compact record was read only as far as its
-            # size, so its last byte must be shown to be there (an end record was read whole)
-            if self._compact and self.source.available(at - 1, 1) < 1:
-                raise TruncatedDataError(
-                    f"data ends inside the compact record of the stream at byte {self._stream_at} "
-                    f"(it ends at byte {at})"
-                )
             self.complete = True
             return
         k = min(len(head), len(MAGIC))
@@ -343,7 +340,7 @@ class Walker:
                 raise faults.content_crc(0)
             self._stream_ended()
             return None
-        entry = FrameEntry(at, rec.end, self.size, rec.orig_size, 0, 0, compact=True, head=head, record=rec)
+        entry = FrameEntry(at, rec.end, self.size, rec.orig_size, 0, 0, head=head, record=rec)
         self._count(rec.orig_size, rec.content_crc, 1)
         self._stream_ended()
         return entry
