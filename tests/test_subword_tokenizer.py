@@ -314,3 +314,36 @@ def test_threads_share_one_tokenizer_on_the_numpy_path() -> None:
         for t in workers:
             t.join()
     assert not failures, failures[:2]
+
+
+@pytest.mark.parametrize("was_enabled", [True, False])
+def test_encode_batch_pauses_the_collector_and_leaves_it_as_found(kernels: str, was_enabled: bool) -> None:
+    """A batch makes one list per text; the cyclic collector, whose collections walked every list
+    made so far, waits until the batch is done (at most the one collection it then starts), and is
+    left on or off as it was, after a failed batch too."""
+    import gc
+
+    tok = learn(["low lower lowest newer wider"] * 3, 12)
+    texts = ["low lower", "newer wider lowest"] * 3000  # six thousand lists: eight collections due
+    started: list[int] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.collect()
+    (gc.enable if was_enabled else gc.disable)()
+    gc.callbacks.append(note)
+    try:
+        for threads in (1, 2):
+            del started[:]
+            ids = tok.encode_batch(texts, threads=threads)
+            assert len(started) <= 1, started
+            assert ids == [tok.encode("low lower"), tok.encode("newer wider lowest")] * 3000
+            assert gc.isenabled() is was_enabled
+        with pytest.raises(UnknownSymbolError):
+            tok.encode_batch(["low", "zoo"], threads=2)
+        assert gc.isenabled() is was_enabled
+    finally:
+        gc.callbacks.remove(note)
+        gc.enable()
