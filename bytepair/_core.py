@@ -65,11 +65,9 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
         small = decode_compact_stream(buf, max_length)
         if small is not None:
             return small
-    out = _Output()
-    size = decode_stream(buf, max_length, out.room)  # one intact stream, in two compiled calls
-    if size >= 0:
-        out.size = size
-        return out.value()
+    whole = decode_stream(buf, max_length)  # one intact stream, in one compiled call
+    if whole is not None:
+        return whole
     out = _Output()
     frames = 0
 

@@ -1,17 +1,17 @@
 """The compiled reader of a whole stream (``core.kernels.stream``, kernels in ``_decode.pyx``;
-``codec.decode_stream``): it decodes exactly the streams the frame-by-frame reader decodes
-whole, to the same bytes, and hands everything else back to it. Every test decodes on the
+``codec.decode_stream``): in one call, it decodes exactly the streams the frame-by-frame
+reader decodes whole, to the same bytes, and hands everything else back to it. Every test decodes on the
 compiled path (``compiled_decoding``); streams are written on the numpy path (the same bytes)."""
 
 from __future__ import annotations
 
 import struct
+import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,33 +45,29 @@ def compress(data: bytes, **options: Any) -> bytes:
         return framed(bytepair.compress(data, **options))
 
 
-class Room:
-    """An ``into`` for ``decode_stream`` that records what it was asked for."""
-
-    def __init__(self) -> None:
-        self.asked: list[int] = []
-        self.out = np.zeros(0, dtype=np.uint8)
-
-    def __call__(self, size: int) -> npt.NDArray[np.uint8]:
-        self.asked.append(size)
-        self.out = np.zeros(size + codec.SPARE, dtype=np.uint8)
-        return self.out
-
-
 def whole(blob: bytes, max_length: int | None = None) -> bytes | None:
     """*blob* through ``decode_stream``: its bytes, or None when it handed the stream back."""
-    room = Room()
-    size = codec.decode_stream(memoryview(blob), max_length, room)
-    if size < 0:
-        return None
-    assert room.asked == [size]
-    return room.out[:size].tobytes()
+    got = codec.decode_stream(memoryview(blob), max_length)
+    assert got is None or type(got) is bytes
+    return got
+
+
+def peak_while(call: Callable[[], object]) -> int:
+    """The most bytes Python's allocators held at once during *call*, beyond what they held before."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        call()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
 
 
 def frame_by_frame(blob: bytes, max_length: int | None = None) -> bytes | Exception:
     """*blob* through ``bytepair.decompress`` without the whole-stream kernel."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bytepair._core, "decode_stream", lambda *args: -1)
+        patch.setattr(bytepair._core, "decode_stream", lambda *args: None)
         try:
             return bytepair.decompress(blob, max_length=max_length)
         except bytepair.BytePairError as exc:
@@ -167,16 +163,17 @@ def test_an_end_record_that_lies_is_handed_back() -> None:
 
 
 def test_a_huge_claim_reserves_nothing() -> None:
-    # an end record claiming far more than any stream of its length can hold: no room asked
+    # an end record claiming far more than any stream of its length can hold: no room made
     blob = edited_end(compress(TEXT), size=1 << 60)
-    room = Room()
-    assert codec.decode_stream(memoryview(blob), None, room) == -1
-    assert room.asked == []
+    whole(blob)  # this thread's kept room made
+    assert peak_while(lambda: whole(blob)) < 4096
+    assert whole(blob) is None
     with pytest.raises(bytepair.CorruptDataError):
         bytepair.decompress(blob)
     most = codec.MOST_PER_BYTE * len(blob)
-    assert codec.decode_stream(memoryview(edited_end(blob, size=most + 1)), None, room) == -1
-    assert room.asked == []
+    claim = edited_end(blob, size=most + 1)
+    assert whole(claim) is None
+    assert peak_while(lambda: whole(claim)) < 4096
 
 
 def test_no_room_before_every_frame_passed_the_readers_first_checks() -> None:
@@ -184,15 +181,15 @@ def test_no_room_before_every_frame_passed_the_readers_first_checks() -> None:
     # up: a stream that fails those anywhere gets none (the fuzzer's case: one byte of the
     # end record's size changed, claiming some 3,000 bytes a byte)
     blob = multi_frame(TEXT)
+    assert peak_while(lambda: whole(blob)) > len(TEXT)  # (what making the output shows)
     size_at = len(blob) - END_SIZE + 5
     for damaged in (
         blob[:size_at] + b"\xff" + blob[size_at + 1 :],  # the end record's size: its check fails
         flip(blob, 8 * (len(blob) // 2)),  # a frame body: its CRC fails
         with_frame_edit(blob, 8, 0, blob[8 + 21] ^ 1),  # block lengths that do not add up, CRC right
     ):
-        room = Room()
-        assert codec.decode_stream(memoryview(damaged), None, room) == -1
-        assert room.asked == []
+        assert whole(damaged) is None
+        assert peak_while(lambda: whole(damaged)) < 4096  # noqa: B023 (called at once)
         with pytest.raises(bytepair.CorruptDataError):
             bytepair.decompress(damaged)
     raw = np.frombuffer(blob, dtype=np.uint8)
@@ -223,22 +220,37 @@ def test_numpy_path_never_takes_it() -> None:
     assert whole(compress(TEXT)) == TEXT
 
 
+def test_the_output_is_its_own_bytes_object() -> None:
+    # decoded straight into the bytes returned, then cut to size: nothing else holds it
+    import sys
+
+    blob = multi_frame(TEXT)
+    got = bytepair.decompress(blob)
+    assert type(got) is bytes and got == TEXT and len(got) == len(TEXT)
+    assert sys.getrefcount(got) == 2  # the name, and getrefcount's argument
+    assert bytepair.decompress(blob) is not got
+
+
 def test_an_output_view_that_outlives_the_call_costs_a_copy_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    # decompress hands its buffer over as bytes without a copy, unless a view of it is still
-    # alive (a caller's, here: the kernels keep none)
+    # the frame-by-frame reader hands its buffer over as bytes without a copy, unless a view of
+    # it is still alive (a caller's, here: the readers keep none)
     kept: list[object] = []
-    real = stream.decode_stream
+    real = bytepair._core.decode_entry
 
-    def keep_output(raw: object, out: object, status: object) -> int:
-        kept.append(out)
-        return int(real(raw, out, status))
+    def keep_room(entry: Any, rest: Any, room: Callable[[int], Any]) -> Any:
+        def into(n: int) -> Any:
+            kept.append(room(n))
+            return kept[-1]
 
-    blob = compress(TEXT)
-    monkeypatch.setattr(stream, "decode_stream", keep_output)
+        return real(entry, rest, into)
+
+    blob = multi_frame(TEXT)
+    monkeypatch.setattr(bytepair._core, "decode_stream", lambda *args: None)
+    monkeypatch.setattr(bytepair._core, "decode_entry", keep_room)
     assert bytepair.decompress(blob) == TEXT
-    assert len(kept) == 1
+    assert len(kept) > 1
     kept.clear()
-    monkeypatch.setattr(stream, "decode_stream", real)
+    monkeypatch.setattr(bytepair._core, "decode_entry", real)
     assert bytepair.decompress(blob) == TEXT
 
 
@@ -312,15 +324,6 @@ def test_stream_size_reads_the_structure_only() -> None:
         assert stream.stream_size(np.frombuffer(damaged, dtype=np.uint8)) == -1, name
 
 
-def test_a_memory_error_hands_it_back() -> None:
-    blob = compress(TEXT)
-
-    def no_room(size: int) -> npt.NDArray[np.uint8]:
-        raise MemoryError
-
-    assert codec.decode_stream(memoryview(blob), None, no_room) == -1
-
-
 @pytest.mark.parametrize("decompress", [bytepair.decompress, frame_by_frame], ids=["whole", "frame-by-frame"])
 def test_both_readers_on_many_frames(decompress: Callable[[bytes], bytes | Exception]) -> None:
     data = TEXT * 3
@@ -345,7 +348,8 @@ def long_codes(doublings: int, extra: list[tuple[int, int]]) -> tuple[bytes, byt
 
 def test_frames_that_need_a_larger_table_than_the_frames_before() -> None:
     """``decode_stream`` starts with a table for 64 KiB of merges, and makes a larger one
-    when a frame needs it (then goes on from that frame): twice here, in mid-stream."""
+    when a frame needs it (then goes on from that frame): twice here, in mid-stream; the
+    thread's kept table stays as it was."""
     big, big_data = long_codes(15, [(241, 242)])  # 2 + 4 + ... + 32768, then 49152 bytes of merges
     bigger, bigger_data = long_codes(15, [(241, 242), (241, 243), (241, 244), (240, 243)])  # ..., then 184320 bytes
     small = multi_frame(TEXT[:3000], 1000)

@@ -303,33 +303,18 @@ checks: a stream crafted to pass them (right CRCs, block lengths that add up, co
 that do not) cannot make ``decompress`` reserve more than this before it is refused."""
 
 
-def decode_stream(buf: memoryview, max_length: int | None, into: Callable[[int], npt.NDArray[np.uint8]]) -> int:
-    """Decode *buf* in two compiled calls, into ``into(size)`` (``size + SPARE`` writable
-    bytes), when it is one intact stream of at most *max_length* bytes: returns its
-    size, or -1 when the caller must read it frame by frame (``container.walk.Walker``:
-    the numpy path, several streams, damage of any kind, a limit it would pass), with
-    whatever was written to ``into(size)`` to be thrown away.
+def decode_stream(buf: memoryview, max_length: int | None) -> bytes | None:
+    """*buf*'s bytes in one compiled call when it is one intact stream of at most
+    *max_length* bytes; else None, for the caller's reader (``container.walk.Walker``) to
+    decode it frame by frame or say what is wrong: the numpy path, several streams, damage of
+    any kind, a limit it would pass. None on the numpy path.
 
-    This saves the Python reader's calls per frame (see ``core.kernels.stream``); the
-    kernels make every check the reader makes, and leave the errors to it. Room is
-    asked for only once the stream's structure, every frame's CRC and block lengths
-    passed (``plan_stream``): no more than the reader would have given its frames."""
+    This saves the Python reader's calls per frame, and the buffer the reader decodes into
+    (see ``core.kernels.stream``); the kernel makes every check the reader makes, and leaves
+    the errors to it. The output is made only once the stream's structure, every frame's
+    CRC and block lengths passed, and never for more than ``MOST_PER_BYTE`` bytes a byte."""
     n = len(buf)
-    if n < STREAM_HEADER_SIZE + END_SIZE or buf[n - END_SIZE] != KIND_END:
-        return -1
-    size = int.from_bytes(buf[n - END_SIZE + 5 : n - END_SIZE + 13], "little")  # as the end record says
-    if not 0 < size <= MOST_PER_BYTE * n or (max_length is not None and size > max_length):
-        return -1
-    if not backend.compiled():
-        return -1
-    kernels = backend.kernel("stream")
-    raw = np.frombuffer(buf, dtype=np.uint8)
-    if kernels.plan_stream(raw) != size:  # no room before every frame passed the reader's first checks
-        return -1
-    try:
-        out = into(size)
-    except MemoryError:  # the end record may lie: the frame-by-frame reader says how
-        return -1
-    decoded = kernels.decode_stream(raw, out, np.zeros(5, dtype=np.int64)) == kernels.DECODED
-    del out  # a view of the caller's buffer, which must be free to shrink
-    return size if decoded else -1
+    if n < STREAM_HEADER_SIZE + END_SIZE or buf[n - END_SIZE] != KIND_END or not backend.compiled():
+        return None
+    limit = MOST_PER_BYTE * n if max_length is None else min(max_length, MOST_PER_BYTE * n)
+    return backend.kernel("stream").decode_stream(buf, limit)  # type: ignore[no-any-return]

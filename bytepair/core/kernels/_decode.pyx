@@ -32,7 +32,7 @@ made between the two passes, once the merges passed (their size is known then):
 a frame that claims a large size in a few bytes gets nothing before.
 
 The stream kernels (:func:`stream_size`, :func:`plan_stream`,
-:func:`decode_stream`; see ``stream.py``) take a whole stream in two calls.
+:func:`decode_stream`; see ``stream.py``) take a whole stream in one call.
 
 A kernel cannot raise a useful exception, so it fills a status (what went
 wrong, in which block, with which values) and the Python caller raises from it.
@@ -40,6 +40,9 @@ The format's constants are read from ``container.format`` and ``core.expand``
 at import, into the globals below: one copy of each.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING
+from cpython.exc cimport PyErr_Clear
+from cpython.ref cimport Py_DECREF, PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
@@ -178,6 +181,21 @@ cdef extern from *:
     int bp_bit_count(uint64_t x) nogil
 
 
+cdef extern from *:
+    """
+    /* decode_stream's output: a new bytes object, its contents written by the decoder (its
+       only reference is the caller's), then cut to its size (a smaller block, in place). */
+    static PyObject *bp_new_bytes(Py_ssize_t n) { return PyBytes_FromStringAndSize(NULL, n); }
+    static PyObject *bp_trimmed(PyObject *made, Py_ssize_t size) {
+        if (_PyBytes_Resize(&made, size) < 0)
+            return NULL;
+        return made;
+    }
+    """
+    PyObject *bp_new_bytes(Py_ssize_t n)
+    object bp_trimmed(PyObject *made, Py_ssize_t size)  # takes the reference to *made*
+
+
 cpdef enum:
     W = 32  # bytes per copy (bp_copy32): one 32-byte load and store, however short the expansion
 
@@ -205,12 +223,10 @@ cpdef enum:
 cpdef enum:
     NO_CRC = -1  # a CRC argument that means: not checked here
 
-# what decode_stream answers
-cpdef enum:
+# what stream_frames answers
+cdef enum:
     DECODED = 0
     NOT_WHOLE = 1  # not one intact stream of exactly the size given: the caller reads it frame by frame
-
-cdef enum:
     NEED_TABLE = 2  # (stream_frames) a frame's merges need a larger table: make it, and call again
 
 # the format's constants (container/format.py, core/expand.py), set once here
@@ -872,30 +888,36 @@ def stream_size(const uint8_t[::1] raw):
     return total
 
 
+cdef int64_t plan(const uint8_t[::1] raw, Py_ssize_t *most_blocks, Py_ssize_t *longest_body) noexcept nogil:
+    """:func:`plan_stream`, noting the most blocks and the longest body of a frame."""
+    cdef Py_ssize_t pos, b, body
+    cdef int64_t total, held, n_blocks, body_size
+    total = walk_stream(raw, most_blocks, longest_body)
+    pos = STREAM_HEADER_SIZE
+    while total >= 0 and raw[pos] == KIND_FRAME:
+        n_blocks = u32(raw, pos + 1)
+        body_size = u32(raw, pos + 9)
+        if not frame_crc_ok(raw, pos, body_size):
+            return -1
+        body = pos + FRAME_HEADER_SIZE
+        held = 0
+        for b in range(n_blocks):  # 9 bytes a block header: the lengths are there
+            held += u16(raw, body + 2 * b)
+        if held != u32(raw, pos + 5):
+            return -1
+        pos = body + body_size
+    return total
+
+
 def plan_stream(const uint8_t[::1] raw):
     """:func:`stream_size`, once every frame's CRC is right and its block headers add up
     to its size; else -1. The Python reader gives a frame room only once it passed these
-    checks: called before the output is reserved, this keeps :func:`decode_stream`'s room
-    to what the reader would give."""
-    cdef Py_ssize_t most_blocks = 0, longest_body = 0, pos, b, body
-    cdef int64_t total, held, n_blocks, body_size
+    checks; :func:`decode_stream` makes its output only then, so its room is no more than
+    the reader would give."""
+    cdef Py_ssize_t most_blocks = 0, longest_body = 0
+    cdef int64_t total
     with nogil:
-        total = walk_stream(raw, &most_blocks, &longest_body)
-        pos = STREAM_HEADER_SIZE
-        while total >= 0 and raw[pos] == KIND_FRAME:
-            n_blocks = u32(raw, pos + 1)
-            body_size = u32(raw, pos + 9)
-            if not frame_crc_ok(raw, pos, body_size):
-                total = -1
-                break
-            body = pos + FRAME_HEADER_SIZE
-            held = 0
-            for b in range(n_blocks):  # 9 bytes a block header: the lengths are there
-                held += u16(raw, body + 2 * b)
-            if held != u32(raw, pos + 5):
-                total = -1
-                break
-            pos = body + body_size
+        total = plan(raw, &most_blocks, &longest_body)
     return total
 
 
@@ -906,6 +928,7 @@ cdef struct Progress:
     Py_ssize_t at
     uint32_t whole_crc
     int64_t most
+    bint planned  # every frame's CRC was checked (plan): not again
 
 
 cdef int stream_frames(const uint8_t[::1] raw, uint8_t[::1] out, int64_t[::1] status, Blocks bl,
@@ -914,7 +937,7 @@ cdef int stream_frames(const uint8_t[::1] raw, uint8_t[::1] out, int64_t[::1] st
     frame as the Python reader, the frame CRC over its header's fields and body, then
     the body's columns, merges, payloads and content CRC, writing straight into *out*
     at the frame's place (a frame's spare bytes fall on the next frame's place, written
-    after). Then the end record's CRC of the whole. :data:`DECODED`, :data:`NOT_WHOLE`,
+    after). Then the end record's CRC of the whole. ``DECODED``, ``NOT_WHOLE``,
     or ``NEED_TABLE`` (``go.most`` says how large; *bl* holds the frame read)."""
     cdef Py_ssize_t pos
     cdef int64_t n_blocks, orig_size, body_size, content_crc, budget, most
@@ -928,7 +951,7 @@ cdef int stream_frames(const uint8_t[::1] raw, uint8_t[::1] out, int64_t[::1] st
         budget = NODE_BUDGET * orig_size + NODE_SLACK
         most = go.most
         if most < 0:  # this frame is not read yet
-            if not frame_crc_ok(raw, pos, body_size):
+            if not go.planned and not frame_crc_ok(raw, pos, body_size):
                 return NOT_WHOLE
             body = raw[pos + FRAME_HEADER_SIZE : pos + FRAME_HEADER_SIZE + body_size]
             if read_columns(body, n_blocks, orig_size, status, bl) < 0:
@@ -952,39 +975,100 @@ cdef int stream_frames(const uint8_t[::1] raw, uint8_t[::1] out, int64_t[::1] st
     return DECODED
 
 
-def decode_stream(const uint8_t[::1] raw, uint8_t[::1] out, int64_t[::1] status):
-    """Decode *raw*, one whole stream, into *out* (its size plus W bytes, which hold junk
-    after): :data:`DECODED`, or :data:`NOT_WHOLE` (with *out* holding anything) when *raw*
-    is not one intact stream of ``len(out) - W`` bytes (see ``stream_frames``).
+cdef Py_ssize_t KEPT_ROOM = 1 << 18  # a thread keeps the columns' room for frames needing up to this many bytes of it
+
+
+cdef class _KeptStream:
+    """One thread's room for :func:`decode_stream`, kept between calls (as ``_Kept`` for
+    compact records): the columns of its frames, up to ``KEPT_ROOM`` bytes, and a table for
+    64 KiB of merges; their arrays made afresh cost as much as decoding a small file."""
+
+    cdef Blocks bl
+    cdef Py_ssize_t most_blocks, longest_body
+    cdef uint8_t[::1] table
+    cdef int64_t[::1] status
+
+    def __init__(self):
+        self.bl = None
+        self.most_blocks = self.longest_body = 0
+        self.table = numpy.empty(256 + (1 << 16) + 2 * W, dtype=numpy.uint8)
+        self.status = numpy.zeros(5, dtype=numpy.int64)
+
+
+cdef Py_ssize_t room_bytes(Py_ssize_t nb, Py_ssize_t body_size) noexcept nogil:
+    """The bytes ``room_for_bodies`` takes."""
+    return 8 * (8 * nb + 2) + 4 * (min(body_size // 2, 510 * nb) + 1) + nb
+
+
+cdef _KeptStream kept_stream(Py_ssize_t most_blocks, Py_ssize_t longest_body):
+    """This thread's room, its columns made for *most_blocks* blocks of a frame and a body of
+    *longest_body* bytes (a larger need gets room of its own, not kept)."""
+    cdef _KeptStream kept = getattr(_per_thread, "stream", None)
+    if kept is None:
+        kept = _per_thread.stream = _KeptStream()
+    if kept.bl is None or kept.most_blocks < most_blocks or kept.longest_body < longest_body:
+        if room_bytes(most_blocks, longest_body) > KEPT_ROOM:
+            fresh = _KeptStream()
+            fresh.bl = room_for_bodies(most_blocks, longest_body)
+            return fresh
+        kept.bl = room_for_bodies(most_blocks, longest_body)
+        kept.most_blocks = most_blocks
+        kept.longest_body = longest_body
+    return kept
+
+
+def decode_stream(const uint8_t[::1] raw, int64_t limit):
+    """The bytes of *raw* when it is one intact stream of at most *limit* bytes, in one call;
+    else None (with nothing kept), and the caller reads it frame by frame (see
+    ``stream_frames``). The output is made only once every frame passed :func:`plan_stream`'s
+    checks, as a ``bytes`` object the frames are decoded straight into (with W spare bytes,
+    then cut to its size): no buffer to copy from.
 
     The GIL is released for the whole stream, except where a frame needs a larger table
     than the frames before it: the call makes it, and goes on from that frame."""
     cdef Py_ssize_t most_blocks = 0, longest_body = 0
-    cdef Py_ssize_t size = out.shape[0] - W
-    cdef int64_t total
+    cdef int64_t size
     cdef int answer
     cdef Progress go
-    cdef uint8_t[::1] table
-    status_room(status)
+    cdef PyObject *made
+    cdef uint8_t[::1] out
     with nogil:
-        total = walk_stream(raw, &most_blocks, &longest_body)
-    if size < 0 or total != size:
-        return NOT_WHOLE
-    bl = room_for_bodies(most_blocks, longest_body)
-    table = numpy.empty(256 + (1 << 16) + 2 * W, dtype=numpy.uint8)
-    go.pos = STREAM_HEADER_SIZE
-    go.at = 0
-    go.whole_crc = 0
-    go.most = -1
-    while True:
-        with nogil:
-            answer = stream_frames(raw, out, status, bl, table, &go)
-        if answer != NEED_TABLE:
-            break
-        table = numpy.empty(256 + go.most + 2 * W, dtype=numpy.uint8)
-    if status[0] == DISAGREE:
-        raise AssertionError("write_blocks met a fault that check_blocks does not see")
-    return answer
+        size = plan(raw, &most_blocks, &longest_body)
+    if size <= 0 or size > limit:
+        return None
+    cdef _KeptStream kept = kept_stream(most_blocks, longest_body)
+    cdef uint8_t[::1] table = kept.table
+    made = bp_new_bytes(size + W)
+    if made == NULL:  # no room: the reader, frame by frame, says so
+        PyErr_Clear()
+        return None
+    try:
+        out = <uint8_t[: size + W]> <uint8_t *> PyBytes_AS_STRING(<object> made)
+        kept.status[0] = OK
+        go.pos = STREAM_HEADER_SIZE
+        go.at = 0
+        go.whole_crc = 0
+        go.most = -1
+        go.planned = True
+        while True:
+            with nogil:
+                answer = stream_frames(raw, out, kept.status, kept.bl, table, &go)
+            if answer != NEED_TABLE:
+                break
+            table = numpy.empty(256 + go.most + 2 * W, dtype=numpy.uint8)
+        if kept.status[0] == DISAGREE:
+            raise AssertionError("write_blocks met a fault that check_blocks does not see")
+    except BaseException:
+        Py_DECREF(<object> made)
+        raise
+    finally:
+        out = None  # (the view of the output's buffer goes before the buffer is cut)
+        kept.bl.payload = None  # views of the caller's buffer: not to be held past the call
+        kept.bl.esc_literals = None
+    if answer != DECODED:
+        Py_DECREF(<object> made)
+        return None
+    return bp_trimmed(made, size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1074,7 +1158,9 @@ _per_thread = threading.local()
 
 
 cdef object _decode_one_block(const uint8_t[::1] body, int64_t size, uint32_t content_crc):
-    """The *size* bytes of the one-block frame *body* (its CRC-32 *content_crc*), or None."""
+    """The *size* bytes of the one-block frame *body* (its CRC-32 *content_crc*), or None.
+    (Decoded into kept room, then copied: a record holds at most 64 KiB, and the copy cost
+    less than making a bytes object to decode into, as ``decode_stream`` does.)"""
     cdef _Kept kept = getattr(_per_thread, "kept", None)
     if kept is None:
         kept = _per_thread.kept = _Kept()
