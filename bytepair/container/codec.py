@@ -238,10 +238,9 @@ def encode_stream(data: memoryview, params: Params) -> bytes:
     compiled path, a level of one cutting without the escape trial is one kernel call."""
     if not len(data):
         return one_frame_stream(None)
-    array = np.frombuffer(data, dtype=np.uint8)
-    if not params.trials and not params.escape_trial and backend.compiled():
-        return backend.kernel("frame").encode_stream(array, params, node_budget(len(data)))  # type: ignore[no-any-return]
-    return one_frame_stream(encode_frame(array, params)[0])
+    if not params.trials and not params.escape_trial and backend.compiled():  # the view as it is: no array
+        return backend.kernel("frame").encode_stream(data, params, node_budget(len(data)))  # type: ignore[no-any-return]
+    return one_frame_stream(encode_frame(np.frombuffer(data, dtype=np.uint8), params)[0])
 
 
 def decode_frame(

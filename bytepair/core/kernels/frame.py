@@ -88,7 +88,7 @@ def _settings(params: Params, budget: int) -> tuple[int, int, int, int, bool, in
     )
 
 
-def encode_stream(data: npt.NDArray[np.uint8], params: Params, budget: int) -> bytes:
+def encode_stream(data: npt.NDArray[np.uint8] | memoryview, params: Params, budget: int) -> bytes:
     """The whole stream of *data* (1 byte to a frame's worth) in one call: :func:`encode_frame_body`
     and ``container.format.one_frame_stream`` (compact for one block), the same bytes. A small
     input's stream costs a few microseconds, no more than the Python calls around it once did."""
