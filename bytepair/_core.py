@@ -7,8 +7,7 @@ import io
 import numpy as np
 import numpy.typing as npt
 
-from .container.codec import SPARE, decode_compact_stream, decode_stream, encode_stream
-from .container.format import COMPACT
+from .container.codec import SPARE, decode_whole, encode_stream
 from .container.walk import MemorySource, Walker, decode_entry
 from .core.params import resolve_params
 from .io.stream import BytePairCompressor, as_byte_view, check_limit, one_frame
@@ -60,14 +59,10 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     """
     if max_length is not None and max_length < 0:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
-    buf = as_byte_view(data)
-    if len(buf) > 5 and buf[5] == COMPACT:  # a small input's stream, in one call when it is whole and intact
-        small = decode_compact_stream(buf, max_length)
-        if small is not None:
-            return small
-    whole = decode_stream(buf, max_length)  # one intact stream, in one compiled call
+    whole = decode_whole(data, max_length)  # one intact stream, compact or framed, in one compiled call
     if whole is not None:
         return whole
+    buf = as_byte_view(data)
     out = _Output()
     frames = 0
 

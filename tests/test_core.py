@@ -241,7 +241,7 @@ def test_output_survives_views_that_outlive_their_frame(
     with frame_size(5000):
         blob = bytepair.compress(data) * n_streams
     monkeypatch.setattr(walk, "decode_frame", keep_views)
-    monkeypatch.setattr(bytepair._core, "decode_stream", lambda *args: None)  # frame by frame, even for one stream
+    monkeypatch.setattr(bytepair._core, "decode_whole", lambda *args: None)  # frame by frame, even for one stream
     assert bytepair.decompress(blob) == data * n_streams
     assert len(kept) == n_streams * -(-len(data) // 5000)
     kept.clear()

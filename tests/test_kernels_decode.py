@@ -68,7 +68,7 @@ def expand_compiled(t: PairTables) -> bytes:
 
 @contextlib.contextmanager
 def compiled_decoding() -> Iterator[None]:
-    """The library on the compiled path for decoding: ``codec.decode_frame``, ``codec.decode_stream``
+    """The library on the compiled path for decoding: ``codec.decode_frame``, ``codec.decode_whole``
     and ``backend.expand`` take this module's kernels (and the CRCs ``_crc``'s), whether or
     not the rest of the compiled core is built. (Compress outside: the encoder's kernels
     are not asked for.)"""

@@ -21,10 +21,6 @@ from ..core.tables import PairTables, concat_ranges
 from .crc import crc32
 from .format import (
     BLOCK_HEADER_SIZE,
-    END_SIZE,
-    KIND_END,
-    MAX_COMPACT_SIZE,
-    STREAM_HEADER_SIZE,
     CompactRecord,
     FrameHeader,
     code_set_sizes,
@@ -43,9 +39,8 @@ __all__ = [
     "SPARE",
     "block_costs",
     "decode_compact",
-    "decode_compact_stream",
     "decode_frame",
-    "decode_stream",
+    "decode_whole",
     "encode_frame",
     "encode_stream",
 ]
@@ -284,36 +279,27 @@ def decode_compact(
     return out[: rec.orig_size]
 
 
-def decode_compact_stream(buf: memoryview, max_length: int | None) -> bytes | None:
-    """*buf*'s bytes in one compiled call when it is exactly one intact compact stream of at
-    most *max_length* bytes; else None, for the caller's reader (``container.walk.Walker``)
-    to decode it or say what is wrong. None on the numpy path."""
-    if not backend.compiled():
-        return None
-    limit = -1 if max_length is None else min(max_length, MAX_COMPACT_SIZE)  # a record holds no more
-    return backend.kernel("stream").decode_compact(buf, limit)  # type: ignore[no-any-return]
-
-
 MOST_PER_BYTE = 4096
-"""``decode_stream`` takes a stream whose end record claims at most this many bytes for
+"""``decode_whole`` takes a framed stream whose end record claims at most this many bytes for
 each of its own: beyond any stream the format can describe (a block of 65,535 bytes takes
 at least some 60), so no legitimate stream is refused. A bound behind ``plan_stream``'s
 checks: a stream crafted to pass them (right CRCs, block lengths that add up, columns
 that do not) cannot make ``decompress`` reserve more than this before it is refused."""
 
 
-def decode_stream(buf: memoryview, max_length: int | None) -> bytes | None:
-    """*buf*'s bytes in one compiled call when it is one intact stream of at most
-    *max_length* bytes; else None, for the caller's reader (``container.walk.Walker``) to
-    decode it frame by frame or say what is wrong: the numpy path, several streams, damage of
-    any kind, a limit it would pass. None on the numpy path.
+def decode_whole(data: object, max_length: int | None) -> bytes | None:
+    """*data*'s bytes in one compiled call when it is exactly one intact stream, compact or
+    framed, of at most *max_length* bytes; else None, for the caller's reader
+    (``container.walk.Walker``) to decode it frame by frame or say what is wrong: the numpy
+    path, a buffer that is not flat bytes, several streams, damage of any kind, a limit it
+    would pass.
 
     This saves the Python reader's calls per frame, and the buffer the reader decodes into
-    (see ``core.kernels.stream``); the kernel makes every check the reader makes, and leaves
-    the errors to it. The output is made only once the stream's structure, every frame's
-    CRC and block lengths passed, and never for more than ``MOST_PER_BYTE`` bytes a byte."""
-    n = len(buf)
-    if n < STREAM_HEADER_SIZE + END_SIZE or buf[n - END_SIZE] != KIND_END or not backend.compiled():
+    (see ``core.kernels.stream``); the kernels make every check the reader makes, and leave
+    the errors to it. A framed stream's output is made only once its structure, every
+    frame's CRC and block lengths passed, and never for more than ``MOST_PER_BYTE`` bytes a
+    byte."""
+    if not backend.compiled():
         return None
-    limit = MOST_PER_BYTE * n if max_length is None else min(max_length, MOST_PER_BYTE * n)
-    return backend.kernel("stream").decode_stream(buf, limit)  # type: ignore[no-any-return]
+    limit = -1 if max_length is None else min(max_length, 1 << 62)  # (a C integer: any limit beyond a stream's size)
+    return backend.kernel("stream").decode_whole(data, limit, MOST_PER_BYTE)  # type: ignore[no-any-return]

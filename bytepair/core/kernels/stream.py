@@ -7,7 +7,9 @@ other work, on a file whose decoding takes 100-300 us. :func:`decode_stream` che
 the reader checks before it gives a frame room (:func:`plan_stream` alone), makes the
 output only then, and decodes it all. The kernels are in ``_decode.pyx``.
 
-:func:`decode_compact` takes a compact stream (a small input's) in one call.
+:func:`decode_compact` takes a compact stream (a small input's) in one call, and
+:func:`decode_whole` either form, from any flat buffer of bytes: ``bytepair.decompress``
+calls it first.
 
 They are accelerators, not second readers: it decodes a buffer only when the buffer
 is exactly one stream that passes every check the Python reader makes (the stream
@@ -21,12 +23,13 @@ place, whatever the path.
 from __future__ import annotations
 
 from ._crc import crc32_combine
-from ._decode import decode_compact, decode_stream, plan_stream, stream_size
+from ._decode import decode_compact, decode_stream, decode_whole, plan_stream, stream_size
 
 __all__ = [
     "crc32_combine",
     "decode_compact",
     "decode_stream",
+    "decode_whole",
     "plan_stream",
     "stream_size",
 ]
