@@ -40,7 +40,7 @@ def compiled_path() -> Iterator[None]:
 def compress(data: bytes, **options: Any) -> bytes:
     """``bytepair.compress`` on the numpy path (the compiled encoder need not be built), a
     stream of one block written framed: the kernels here read framed streams (a compact one
-    is ``decode_compact``'s, tested in ``test_compact.py``)."""
+    is tested in ``test_compact.py``)."""
     with kernels("numpy"):
         return framed(bytepair.compress(data, **options))
 

@@ -32,7 +32,7 @@ made between the two passes, once the merges passed (their size is known then):
 a frame that claims a large size in a few bytes gets nothing before.
 
 The stream kernels (:func:`stream_size`, :func:`plan_stream`,
-:func:`decode_stream`; see ``stream.py``) take a whole stream in one call.
+:func:`decode_whole`; see ``stream.py``) take a whole stream in one call.
 
 A kernel cannot raise a useful exception, so it fills a status (what went
 wrong, in which block, with which values) and the Python caller raises from it.
@@ -183,7 +183,7 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* decode_stream's output: a new bytes object, its contents written by the decoder (its
+    /* decode_whole's output for a framed stream: a new bytes object, its contents written by the decoder (its
        only reference is the caller's), then cut to its size (a smaller block, in place). */
     static PyObject *bp_new_bytes(Py_ssize_t n) { return PyBytes_FromStringAndSize(NULL, n); }
     static PyObject *bp_trimmed(PyObject *made, Py_ssize_t size) {
@@ -880,7 +880,7 @@ def stream_size(const uint8_t[::1] raw):
     """The bytes the frames of *raw* hold, when *raw* is one stream whose structure is
     intact (its header, frame headers in range whose bodies are all there, then an end
     record that passes its check, counts these frames and sizes, and ends *raw*); else -1.
-    Reads the headers only: the frames' CRCs and bodies are :func:`decode_stream`'s."""
+    Reads the headers only: the frames' CRCs and bodies are :func:`decode_whole`'s."""
     cdef Py_ssize_t most_blocks = 0, longest_body = 0
     cdef int64_t total
     with nogil:
@@ -912,7 +912,7 @@ cdef int64_t plan(const uint8_t[::1] raw, Py_ssize_t *most_blocks, Py_ssize_t *l
 def plan_stream(const uint8_t[::1] raw):
     """:func:`stream_size`, once every frame's CRC is right and its block headers add up
     to its size; else -1. The Python reader gives a frame room only once it passed these
-    checks; :func:`decode_stream` makes its output only then, so its room is no more than
+    checks; :func:`decode_whole` makes its output only then, so its room is no more than
     the reader would give."""
     cdef Py_ssize_t most_blocks = 0, longest_body = 0
     cdef int64_t total
@@ -979,7 +979,7 @@ cdef Py_ssize_t KEPT_ROOM = 1 << 18  # a thread keeps the columns' room for fram
 
 
 cdef class _KeptStream:
-    """One thread's room for :func:`decode_stream`, kept between calls (as ``_Kept`` for
+    """One thread's room for a framed stream (``_stream``), kept between calls (as ``_Kept`` for
     compact records): the columns of its frames, up to ``KEPT_ROOM`` bytes, and a table for
     64 KiB of merges; their arrays made afresh cost as much as decoding a small file."""
 
@@ -1015,11 +1015,6 @@ cdef _KeptStream kept_stream(Py_ssize_t most_blocks, Py_ssize_t longest_body):
         kept.most_blocks = most_blocks
         kept.longest_body = longest_body
     return kept
-
-
-def decode_stream(const uint8_t[::1] raw, int64_t limit):
-    """:func:`decode_whole` of a framed stream (tests)."""
-    return _stream(raw, limit)
 
 
 cdef object _stream(const uint8_t[::1] raw, int64_t limit):
@@ -1101,11 +1096,6 @@ cdef bint compact_header_ok(const uint8_t[::1] raw) noexcept nogil:
     )
 
 
-def decode_compact(const uint8_t[::1] raw, int64_t max_length):
-    """:func:`decode_whole` of a compact stream (tests)."""
-    return _compact(raw, max_length)
-
-
 cdef object _compact(const uint8_t[::1] raw, int64_t max_length):
     """The bytes of *raw* when it is exactly one intact compact stream of at most
     *max_length* bytes (-1: any), in one call; else None, and the caller's reader, which
@@ -1170,7 +1160,7 @@ _per_thread = threading.local()
 cdef object _decode_one_block(const uint8_t[::1] body, int64_t size, uint32_t content_crc):
     """The *size* bytes of the one-block frame *body* (its CRC-32 *content_crc*), or None.
     (Decoded into kept room, then copied: a record holds at most 64 KiB, and the copy cost
-    less than making a bytes object to decode into, as ``decode_stream`` does.)"""
+    less than making a bytes object to decode into, as ``_stream`` does.)"""
     cdef _Kept kept = getattr(_per_thread, "kept", None)
     if kept is None:
         kept = _per_thread.kept = _Kept()
