@@ -289,3 +289,34 @@ def test_threads_share_one_cache_without_harm(small_shares: None) -> None:
     assert not failures
     assert tok.encode_batch(lines, threads=2) == expected
     assert [tok.encode(line) for line in lines] == expected
+
+
+def _share_edges_reference(sizes: list[int], workers: int, min_share: int) -> list[tuple[int, int]]:
+    """The shares as the Python loop made them: cut at the first item whose running total
+    reaches ``total * k // parts``."""
+    from bisect import bisect_left
+    from itertools import accumulate, pairwise
+
+    ends = list(accumulate(sizes))
+    total = ends[-1] if ends else 0
+    parts = max(1, min(workers, len(sizes), total // min_share))
+    cuts = [0, *(bisect_left(ends, total * k // parts) + 1 for k in range(1, parts)), len(sizes)]
+    return [(lo, hi) for lo, hi in pairwise(cuts) if hi > lo]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(
+        st.one_of(st.text(max_size=40), st.lists(st.integers(0, 9), max_size=40), st.tuples(st.integers()), st.none()),
+        max_size=60,
+    ),
+    workers=st.integers(1, 9),
+    min_share=st.integers(1, 200),
+)
+def test_share_edges_cut_where_the_python_loop_did(items: list[object], workers: int, min_share: int) -> None:
+    from bytepair.subword import _compiled
+
+    sizes = [len(x) if isinstance(x, (str, list, tuple)) else 0 for x in items]
+    edges = _compiled.share_edges(items, workers, min_share)
+    assert edges == _share_edges_reference(sizes, workers, min_share)
+    assert [i for lo, hi in edges for i in range(lo, hi)] == list(range(len(items)))  # every item once, in order

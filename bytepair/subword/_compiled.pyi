@@ -1,6 +1,7 @@
 """Type stub of the compiled subword loops (``_compiled.pyx``)."""
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +27,7 @@ class CharClasses:
     def of(self, ch: int) -> int: ...
 
 def split(text: str, mode: int, classes: CharClasses | None) -> list[str]: ...
+def share_edges(items: list[Any], workers: int, min_share: int) -> list[tuple[int, int]]: ...
 
 class WordCache:
     def __len__(self) -> int: ...

@@ -797,7 +797,10 @@ cdef int64_t _merge_symbols(const Merges *m, int64_t *sym, int64_t n) noexcept n
 # it and add it to the cache; copy its ids to the output. Python objects are touched only at the
 # two ends (the str's buffer, the list of ids).
 
+from cpython.list cimport PyList_Check
 from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_Check
+from cpython.unicode cimport PyUnicode_Check
 
 cdef extern from "Python.h":
     uint32_t PyUnicode_READ(int kind, const void *data, Py_ssize_t index) nogil
@@ -808,6 +811,7 @@ cdef extern from "Python.h":
     object PyUnicode_Substring(object text, Py_ssize_t start, Py_ssize_t end)
     object PyUnicode_DecodeUTF8(const char *data, Py_ssize_t size, const char *errors)
     list PyList_New(Py_ssize_t size)
+    Py_ssize_t Py_SIZE(object o)
     PyObject *list_item "PyList_GET_ITEM"(object items, Py_ssize_t i)
     void list_set "PyList_SET_ITEM"(object items, Py_ssize_t i, PyObject *item)
     void Py_INCREF(PyObject *item)
@@ -1861,3 +1865,37 @@ cdef class Encoder:
             free(ends)
             free(at)
             free(sizes)
+
+
+# -- batches -----------------------------------------------------------------------------------
+
+
+def share_edges(list items, Py_ssize_t workers, Py_ssize_t min_share):
+    """*items* cut into at most *workers* runs ``(lo, hi)`` of about equal total size, at least
+    *min_share* each: the run ``k`` ends at the first item where the running total reaches
+    ``total * k // parts``. An item's size: a ``str``'s characters, a list's or tuple's items,
+    else 0 (the share that meets it says what is wrong). One pass in C: a Python loop over the
+    sizes cost a batch of 236,000 lines 12 ms, a tenth of its encoding on two threads."""
+    cdef Py_ssize_t n = len(items), i, k = 1, parts
+    cdef int64_t total = 0, running = 0
+    for i in range(n):
+        total += _item_size(list_item(items, i))
+    parts = max(1, min(workers, n, total // max(min_share, 1)))
+    cuts = [0]
+    if parts > 1:
+        for i in range(n):
+            running += _item_size(list_item(items, i))
+            while k < parts and running >= total * k // parts:
+                cuts.append(i + 1)
+                k += 1
+    cuts.append(n)
+    return [(cuts[j], cuts[j + 1]) for j in range(len(cuts) - 1) if cuts[j + 1] > cuts[j]]
+
+
+cdef inline int64_t _item_size(PyObject *item) noexcept:
+    """What an item of a batch weighs: a str's characters, a list's or tuple's items, else 0."""
+    if PyUnicode_Check(<object> item):
+        return PyUnicode_GET_LENGTH(<object> item)
+    if PyList_Check(<object> item) or PyTuple_Check(<object> item):
+        return Py_SIZE(<object> item)
+    return 0

@@ -19,10 +19,11 @@ from .formats import bytes_to_unicode, unicode_to_bytes
 from .words import _MODES, WORD_END, Pattern, char_classes
 
 IntArray = npt.NDArray[np.integer[Any]]
+share_edges = _compiled.share_edges
 MergeObserver = Callable[[int, int], None]
 """As in ``learn`` (the reference), which imports this module: not the other way round."""
 
-__all__ = ["MergeTable", "encoder", "learn"]
+__all__ = ["MergeTable", "encoder", "learn", "share_edges"]
 
 
 def learn(

@@ -32,9 +32,8 @@ import gc
 import os
 import re
 import threading
-from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from itertools import accumulate, chain, pairwise, repeat
+from itertools import chain, pairwise, repeat
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -113,15 +112,6 @@ MIN_SHARE = 1 << 15
 """Least work (characters to encode, ids to decode) worth a thread of its own in a batch."""
 
 
-def _share_edges(sizes: list[int], workers: int) -> list[tuple[int, int]]:
-    """*sizes* cut into at most *workers* runs of about equal total size (at least MIN_SHARE each)."""
-    ends = list(accumulate(sizes))
-    total = ends[-1] if ends else 0
-    parts = max(1, min(workers, len(sizes), total // MIN_SHARE))
-    cuts = [0, *(bisect_left(ends, total * k // parts) + 1 for k in range(1, parts)), len(sizes)]
-    return [(lo, hi) for lo, hi in pairwise(cuts) if hi > lo]
-
-
 _thread_pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 _NUMPY_CACHE_LOCK = threading.RLock()
@@ -160,11 +150,14 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def _in_shares(job: Callable[..., Any], items: list[Any], out: list[Any], sizes: list[int], workers: int) -> list[Any]:
+def _in_shares(job: Callable[..., Any], items: list[Any], out: list[Any], workers: int) -> list[Any]:
     """``job(items, lo, hi, out)`` for each share of *items*, the first in the caller's thread and the
     others on worker threads at the same time; their results in order. Every share is done before
-    this returns or raises (the first error, in share order)."""
-    edges = _share_edges(sizes, workers)
+    this returns or raises (the first error, in share order). The shares are of about equal
+    work, at least ``MIN_SHARE`` each (``_compiled.share_edges``)."""
+    from . import _kernels
+
+    edges = _kernels.share_edges(items, workers, MIN_SHARE)
     if len(edges) <= 1:
         return [job(items, 0, len(items), out)]
     from concurrent.futures import wait
@@ -515,11 +508,10 @@ class Tokenizer:
         if encoder is None:
             encoder = self._compiled_encoder()
         out: list[Any] = [None] * len(batch)
-        sizes = [len(text) if isinstance(text, str) else 0 for text in batch]
         with _collector_paused():
             encoder.hold()
             try:
-                found = _in_shares(encoder.encode_share, batch, out, sizes, workers)
+                found = _in_shares(encoder.encode_share, batch, out, workers)
             finally:
                 encoder.release()
             for words in found:
@@ -538,7 +530,7 @@ class Tokenizer:
         if encoder is None:
             encoder = self._compiled_encoder()
         out: list[Any] = [None] * len(items)
-        _in_shares(encoder.decode_share, items, out, list(map(len, items)), workers)
+        _in_shares(encoder.decode_share, items, out, workers)
         for k, text in enumerate(out):
             if text is None:  # an item the compiled decoder left to the Python one: it decodes or raises
                 out[k] = self._decode(items[k])
