@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bytepair.core import buffers
 from bytepair.core import engine as _engine
-from bytepair.core.buffers import per_thread
 from bytepair.core.engine import MAX_BATCH_BLOCKS, EncodedBlocks, StepRecord, encode_blocks
 from tests.strategies import blocky_bytes
 
@@ -192,7 +192,9 @@ def test_first_pairs_come_sorted_by_block_pair_and_position(data: bytes, cut_see
     cuts = sorted(set(rng.integers(1, max(2, len(data)), rng.integers(0, 6)).tolist()) - {len(data)})
     bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
     arr = np.frombuffer(data, dtype=np.uint8)
-    batch = _engine._Batch(arr, bounds, threshold=2, recycle=True, max_depth=None, merges_per_step=8, block_offset=0)
+    batch = _engine._Batch(
+        arr, bounds, _engine._Workspace(), threshold=2, recycle=True, max_depth=None, merges_per_step=8, block_offset=0
+    )
     pos = np.empty(len(data) - (len(bounds) - 1), dtype=np.int32)
     try:
         keys, blocks = batch._sorted_pairs(arr, pos)
@@ -218,7 +220,14 @@ def test_first_index_runs_hold_each_frequent_pair(data: bytes, cut_seed: int, th
     bounds = np.array([0, *cuts, len(data)], dtype=np.int64)
     arr = np.frombuffer(data, dtype=np.uint8)
     batch = _engine._Batch(
-        arr, bounds, threshold=threshold, recycle=True, max_depth=None, merges_per_step=8, block_offset=0
+        arr,
+        bounds,
+        _engine._Workspace(),
+        threshold=threshold,
+        recycle=True,
+        max_depth=None,
+        merges_per_step=8,
+        block_offset=0,
     )
     try:
         ws = batch.ws
@@ -464,8 +473,9 @@ def test_an_interrupted_run_leaves_the_shared_tables_clean() -> None:
 
     with pytest.raises(KeyboardInterrupt):
         encode_blocks(arr, bounds, threshold=3, merges_per_step=8, on_step=stop)
-    workspace = per_thread(_engine._Workspace)
-    assert not workspace.counts.any() and not workspace.rowmax.any()
+    with buffers.held(_engine._Workspace) as workspace:
+        assert workspace is buffers._local._Workspace  # the thread's own: the interrupted call let it go
+        assert not workspace.counts.any() and not workspace.rowmax.any()
     again = encode_blocks(arr, bounds, threshold=3, merges_per_step=8)
     for field in dataclasses.fields(EncodedBlocks):
         assert np.array_equal(getattr(expected, field.name), getattr(again, field.name)), field.name

@@ -175,7 +175,7 @@ def test_every_decoding_strategy_agrees_with_the_reference(
     length: int, block: int, ordered: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bytepair.core import expand as _expand
-    from bytepair.core.expand import _W, _Payloads, _Resolved
+    from bytepair.core.expand import _W, _Payloads, _Resolved, _Scratch
 
     monkeypatch.setattr(_expand, "ordered_writes", lambda: ordered)
 
@@ -183,7 +183,7 @@ def test_every_decoding_strategy_agrees_with_the_reference(
     t = tables_for(data, list(range(block, length, block)))
     assert len(t.code)
     res = _Resolved(t)
-    nodes = _Payloads(t, res).nodes
+    nodes = _Payloads(t, res, _Scratch()).nodes
     kind = "search" if res.final is None else "group" if nodes is not None else "block"
     assert kind == {30_000: "block", 1_000: "group", 8: "search"}[block]
     assert both(t) == data
@@ -294,14 +294,14 @@ def test_a_group_without_long_symbols_among_groups_with_them() -> None:
     """Many small blocks (decoded in groups of symbols): a group whose symbols are all
     short, while other groups hold symbols longer than a word, must decode (it raised
     IndexError on the corpora joined into one input)."""
-    from bytepair.core.expand import _GROUP, _Payloads, _Resolved
+    from bytepair.core.expand import _GROUP, _Payloads, _Resolved, _Scratch
 
     long_part = (bytes(range(100, 140)) * 2 + b"_") * 8  # codes of 40+ bytes
     short_part = bytes(np.random.default_rng(2).integers(0, 8, 8 * _GROUP, dtype=np.uint8))  # short codes only
     data = long_part + short_part + long_part
     block = 700
     t = tables_for(data, list(range(block, len(data), block)))
-    payloads = _Payloads(t, _Resolved(t))
+    payloads = _Payloads(t, _Resolved(t), _Scratch())
     assert payloads.nodes is not None, "expected the grouped path"
     assert len(payloads.nodes) > 3 * _GROUP, "expected a group of short symbols only"
     assert expand(t).tobytes() == data
@@ -311,11 +311,11 @@ def test_a_long_code_no_payload_symbol_uses() -> None:
     """A block whose table defines a code longer than a word that its payload never
     uses (legal, if wasteful) decodes; the word copies for long symbols have none to do
     (it raised IndexError)."""
-    from bytepair.core.expand import _Payloads, _Resolved
+    from bytepair.core.expand import _Payloads, _Resolved, _Scratch
 
     chain = [(255 - k, 255 - k + 1 if k else ord("a"), ord("b") + k) for k in range(20)]  # 21 bytes at the end
     t = one_block(chain, b"xyz" * 1000, 3000)
-    assert _Payloads(t, _Resolved(t)).nodes is None, "expected the block-by-block path"
+    assert _Payloads(t, _Resolved(t), _Scratch()).nodes is None, "expected the block-by-block path"
     assert both(t) == b"xyz" * 1000
 
 

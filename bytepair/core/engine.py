@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .buffers import Buffers, per_thread
+from .buffers import Buffers, held
 from .tables import concat_ranges, run_edges
 
 __all__ = ["MAX_BATCH_BLOCKS", "EncodedBlocks", "StepRecord", "batch_edges", "encode_blocks"]
@@ -194,16 +194,18 @@ def encode_blocks(
     """
     results = []
     for first, last in itertools.pairwise(batch_edges(np.diff(bounds))):
-        batch = _Batch(
-            data[bounds[first] : bounds[last]],
-            bounds[first : last + 1] - bounds[first],
-            threshold=threshold,
-            recycle=recycle,
-            max_depth=max_depth,
-            merges_per_step=merges_per_step,
-            block_offset=first,
-        )
-        results.append(batch.run(on_step, check_counts))
+        with held(_Workspace) as ws:
+            batch = _Batch(
+                data[bounds[first] : bounds[last]],
+                bounds[first : last + 1] - bounds[first],
+                ws,
+                threshold=threshold,
+                recycle=recycle,
+                max_depth=max_depth,
+                merges_per_step=merges_per_step,
+                block_offset=first,
+            )
+            results.append(batch.run(on_step, check_counts))
     return EncodedBlocks.concatenate(results)
 
 
@@ -312,6 +314,7 @@ class _Batch:
         self,
         data: npt.NDArray[np.uint8],
         bounds: npt.NDArray[np.int64],
+        ws: _Workspace,
         *,
         threshold: int,
         recycle: bool,
@@ -321,7 +324,7 @@ class _Batch:
     ) -> None:
         if merges_per_step < 1 or (merges_per_step > 1 and max_depth is not None):
             raise ValueError("merges_per_step must be 1 with max_depth, and at least 1")
-        self.ws = per_thread(_Workspace)
+        self.ws = ws  # this call's scratch (held)
         self.merges_per_step = merges_per_step
         self.threshold = threshold
         self.recycle = recycle

@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from .._errors import CorruptDataError
 from . import faults
-from .buffers import Buffers, per_thread
+from .buffers import Buffers, held
 from .escape import restore_escapes
 from .tables import PairTables, concat_ranges, cumulative_sum, empty_for_sums, for_sums, run_edges
 
@@ -504,20 +504,21 @@ class _Budget:
 
 def _expand_run(t: PairTables, budget: _Budget) -> npt.NDArray[np.uint8]:
     """The vector decoder on one run of blocks, charging its code expansions to *budget*."""
-    if _few_merges(t):
-        meanings = _MeaningsInPython(t, budget)
-        payloads = _Payloads(t, meanings)
-        length, buf, offset = meanings.lay_out()
+    with held(_Scratch) as scratch:
+        if _few_merges(t):
+            meanings = _MeaningsInPython(t, budget)
+            payloads = _Payloads(t, meanings, scratch)
+            length, buf, offset = meanings.lay_out()
+            payloads.check_totals(length)
+            return payloads.write(length, buf, offset)
+        res = _Resolved(t)
+        length, depth = _node_lengths(t, res)
+        payloads = _Payloads(t, res, scratch)
         payloads.check_totals(length)
+        node_bytes = int(length[256:].sum())
+        budget.spend(node_bytes)
+        buf, offset = _lay_out(res.ops, length, depth, node_bytes)
         return payloads.write(length, buf, offset)
-    res = _Resolved(t)
-    length, depth = _node_lengths(t, res)
-    payloads = _Payloads(t, res)
-    payloads.check_totals(length)
-    node_bytes = int(length[256:].sum())
-    budget.spend(node_bytes)
-    buf, offset = _lay_out(res.ops, length, depth, node_bytes)
-    return payloads.write(length, buf, offset)
 
 
 class _Payloads:
@@ -534,7 +535,7 @@ class _Payloads:
     afterwards for the whole frame at once.
     """
 
-    def __init__(self, t: PairTables, res: _Resolved | _MeaningsInPython) -> None:
+    def __init__(self, t: PairTables, res: _Resolved | _MeaningsInPython, scratch: _Scratch) -> None:
         nb = len(t.orig_len)
         self.t = t
         self.res = res
@@ -550,7 +551,7 @@ class _Payloads:
                 key = np.arange(blocks.start * 256, blocks.stop * 256, 256).repeat(self._shares(lo, hi, blocks))
                 key += t.payload[lo:hi]  # (block, byte value): what the byte means at the end of its block
                 self.nodes[lo:hi] = res.final_nodes(key)
-        self.scratch = per_thread(_Scratch)
+        self.scratch = scratch  # this call's (held)
 
     def _groups(self) -> Iterator[tuple[int, int, slice, npt.NDArray[np.int64]]]:
         """Runs of ``_GROUP`` payload symbols: their bounds, the blocks they overlap (a

@@ -987,9 +987,11 @@ cdef class _KeptStream:
     cdef Py_ssize_t most_blocks, longest_body
     cdef uint8_t[::1] table
     cdef int64_t[::1] status
+    cdef bint busy  # in use by a call (see ``kept_stream``)
 
     def __init__(self):
         self.bl = None
+        self.busy = False
         self.most_blocks = self.longest_body = 0
         self.table = numpy.empty(256 + (1 << 16) + 2 * W, dtype=numpy.uint8)
         self.status = numpy.zeros(5, dtype=numpy.int64)
@@ -1002,18 +1004,22 @@ cdef Py_ssize_t room_bytes(Py_ssize_t nb, Py_ssize_t body_size) noexcept nogil:
 
 cdef _KeptStream kept_stream(Py_ssize_t most_blocks, Py_ssize_t longest_body):
     """This thread's room, its columns made for *most_blocks* blocks of a frame and a body of
-    *longest_body* bytes (a larger need gets room of its own, not kept)."""
+    *longest_body* bytes, marked busy (the caller clears it when done). A larger need gets room
+    of its own, not kept; so does a call made while the thread's room is busy: Python code
+    can run inside a call (an allocation may start a collection, which runs the collector's
+    callbacks and finalisers), and a call from there must not take the columns and table of
+    the call it interrupted."""
     cdef _KeptStream kept = getattr(_per_thread, "stream", None)
     if kept is None:
         kept = _per_thread.stream = _KeptStream()
-    if kept.bl is None or kept.most_blocks < most_blocks or kept.longest_body < longest_body:
-        if room_bytes(most_blocks, longest_body) > KEPT_ROOM:
-            fresh = _KeptStream()
-            fresh.bl = room_for_bodies(most_blocks, longest_body)
-            return fresh
+    if kept.busy or room_bytes(most_blocks, longest_body) > KEPT_ROOM:
+        kept = _KeptStream()
+        kept.bl = room_for_bodies(most_blocks, longest_body)
+    elif kept.bl is None or kept.most_blocks < most_blocks or kept.longest_body < longest_body:
         kept.bl = room_for_bodies(most_blocks, longest_body)
         kept.most_blocks = most_blocks
         kept.longest_body = longest_body
+    kept.busy = True
     return kept
 
 
@@ -1040,6 +1046,7 @@ cdef object _stream(const uint8_t[::1] raw, int64_t limit):
     cdef uint8_t[::1] table = kept.table
     made = bp_new_bytes(size + W)
     if made == NULL:  # no room: the reader, frame by frame, says so
+        kept.busy = False
         PyErr_Clear()
         return None
     try:
@@ -1065,6 +1072,7 @@ cdef object _stream(const uint8_t[::1] raw, int64_t limit):
         out = None  # (the view of the output's buffer goes before the buffer is cut)
         kept.bl.payload = None  # views of the caller's buffer: not to be held past the call
         kept.bl.esc_literals = None
+        kept.busy = False
     if answer != DECODED:
         Py_DECREF(<object> made)
         return None
@@ -1146,8 +1154,10 @@ cdef class _Kept:
     cdef uint8_t[::1] table
     cdef uint8_t[::1] out
     cdef int64_t[::1] status
+    cdef bint busy  # in use by a call: a call made inside it gets room of its own (see kept_stream)
 
     def __init__(self):
+        self.busy = False
         self.bl = room_for_bodies(1, 2 * 510)  # a block's 255 fresh and 255 recycled merges
         self.table = numpy.empty(0, dtype=numpy.uint8)
         self.out = numpy.empty(0, dtype=numpy.uint8)
@@ -1164,6 +1174,19 @@ cdef object _decode_one_block(const uint8_t[::1] body, int64_t size, uint32_t co
     cdef _Kept kept = getattr(_per_thread, "kept", None)
     if kept is None:
         kept = _per_thread.kept = _Kept()
+    elif kept.busy:
+        kept = _Kept()
+    kept.busy = True
+    try:
+        return _decode_one_block_in(kept, body, size, content_crc)
+    finally:
+        kept.bl.payload = None  # views of the caller's buffer: not to be held past the call
+        kept.bl.esc_literals = None
+        kept.busy = False
+
+
+cdef object _decode_one_block_in(_Kept kept, const uint8_t[::1] body, int64_t size, uint32_t content_crc):
+    """``_decode_one_block`` in *kept*."""
     cdef Blocks bl = kept.bl
     cdef int64_t budget = NODE_BUDGET * size + NODE_SLACK, most
     kept.status[0] = OK
@@ -1179,8 +1202,6 @@ cdef object _decode_one_block(const uint8_t[::1] body, int64_t size, uint32_t co
         with nogil:
             write_checked(bl, budget, kept.table, kept.out, kept.status)
             check_content(kept.out, size, content_crc, kept.status)
-    bl.payload = None  # views of the caller's buffer: not to be held past the call
-    bl.esc_literals = None
     if most < 0 or kept.status[0] != OK:
         return None
     return bytes(kept.out[:size])

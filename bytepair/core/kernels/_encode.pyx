@@ -1116,18 +1116,45 @@ cdef Py_ssize_t _longest(const int64_t[::1] bounds) noexcept nogil:
 _per_thread = threading.local()
 
 
+cdef class _Room:
+    """A thread's room, kept between calls: the engine's workspace and a small frame's scratch.
+
+    A call taking it marks it busy until it is done. Python code can run inside a call: an
+    allocation may start a collection, which runs the collector's callbacks and finalisers
+    (a file object closed by the collector writes its last frame). A call made from there
+    finds the room busy and gets room of its own, which it does not keep: sharing it
+    mixed two calls' arrays (a crash, found by a test that compresses from a callback)."""
+
+    cdef _Workspace workspace
+    cdef _Scratch scratch
+    cdef bint busy
+
+
+cdef _Room _take_room():
+    """This thread's room, marked busy; or fresh room when it is busy (give it back with
+    ``room.busy = False`` when done)."""
+    cdef _Room room = getattr(_per_thread, "room", None)
+    if room is None:
+        room = _per_thread.room = _Room()
+    elif room.busy:
+        room = _Room()
+    room.busy = True
+    return room
+
+
 cdef _Workspace _workspace(
-    const int64_t[::1] bounds, int64_t threshold, bint recycle, int64_t max_depth, int64_t merges_per_step
+    _Room room, const int64_t[::1] bounds, int64_t threshold, bint recycle, int64_t max_depth,
+    int64_t merges_per_step
 ):
-    """This thread's workspace, large enough for the blocks of *bounds*, with these options."""
+    """The room's workspace, made large enough for the blocks of *bounds*, with these options."""
     if threshold < 1:
         raise ValueError(f"the compiled engine needs a threshold of at least 1, got {threshold}")
     if merges_per_step < 1 or (merges_per_step > 1 and max_depth >= 0):
         raise ValueError("merges_per_step must be 1 with max_depth, and at least 1")
     cdef Py_ssize_t longest = _longest(bounds)
-    cdef _Workspace ws = getattr(_per_thread, "workspace", None)
+    cdef _Workspace ws = room.workspace
     if ws is None or ws.longest < longest:
-        ws = _per_thread.workspace = _Workspace(longest)
+        ws = room.workspace = _Workspace(longest)
     ws.threshold = threshold
     ws.recycle = recycle
     ws.max_depth = max_depth
@@ -1153,10 +1180,16 @@ def encode_blocks(
             raise ValueError("encode_blocks needs non-empty blocks")
         if bounds[b + 1] - bounds[b] > MAX_COMPILED_BLOCK:
             raise ValueError(f"the compiled engine takes blocks of at most {MAX_COMPILED_BLOCK} bytes")
-    cdef _Workspace ws = _workspace(bounds, threshold, recycle, max_depth, merges_per_step)
-    cdef _Encoded out = _Encoded(bounds.shape[0] - 1, data.shape[0])
-    with nogil:
-        _encode(data, bounds, ws, out)
+    cdef _Room room = _take_room()
+    cdef _Workspace ws
+    cdef _Encoded out
+    try:
+        ws = _workspace(room, bounds, threshold, recycle, max_depth, merges_per_step)
+        out = _Encoded(bounds.shape[0] - 1, data.shape[0])
+        with nogil:
+            _encode(data, bounds, ws, out)
+    finally:
+        room.busy = False
     return out.columns()
 
 
@@ -1573,22 +1606,22 @@ cdef class _Scratch:
     cdef _Packing pack
 
 
-cdef _Scratch _scratch(Py_ssize_t n, Py_ssize_t block_size, Py_ssize_t max_distinct):
-    """Scratch for a frame of *n* bytes: this thread's kept one for a small frame (made anew
-    when it is too small), else a new one. Its engine columns are made by ``_columns``."""
+cdef _Scratch _scratch(_Room room, Py_ssize_t n, Py_ssize_t block_size, Py_ssize_t max_distinct):
+    """Scratch for a frame of *n* bytes: the room's for a small frame (made anew when it is
+    too small), else a new one. Its engine columns are made by ``_columns``."""
     if block_size < 1 or max_distinct < 1:
         raise ValueError(f"block_size and max_distinct must be at least 1, got {block_size} and {max_distinct}")
-    cdef Py_ssize_t room = _block_room(n, block_size, max_distinct)
+    cdef Py_ssize_t size = _block_room(n, block_size, max_distinct)
     cdef _Scratch scratch
     if n <= KEPT_SCRATCH:
-        scratch = getattr(_per_thread, "scratch", None)
-        if scratch is not None and scratch.pack.nb_room >= room and scratch.cut.holds(room, n):
+        scratch = room.scratch
+        if scratch is not None and scratch.pack.nb_room >= size and scratch.cut.holds(size, n):
             return scratch
-        scratch = _per_thread.scratch = _Scratch()
+        scratch = room.scratch = _Scratch()
     else:
         scratch = _Scratch()
-    scratch.cut = _Cut(room, n)
-    scratch.pack = _Packing(room)
+    scratch.cut = _Cut(size, n)
+    scratch.pack = _Packing(size)
     return scratch
 
 
@@ -1600,20 +1633,20 @@ cdef _Encoded _columns(_Scratch scratch, Py_ssize_t n_blocks, Py_ssize_t n):
 
 
 cdef _Packing _encode_frame(
-    const uint8_t[::1] data, Py_ssize_t block_size, Py_ssize_t max_distinct, int64_t escape_limit,
-    int64_t threshold, bint recycle, int64_t merges_per_step, int64_t budget
+    _Room room, const uint8_t[::1] data, Py_ssize_t block_size, Py_ssize_t max_distinct,
+    int64_t escape_limit, int64_t threshold, bint recycle, int64_t merges_per_step, int64_t budget
 ):
-    """Cut, escape and encode *data*, and plan its frame's body: the packing, ready for ``_write``
-    (its inputs to be let go by ``end()``)."""
+    """Cut, escape and encode *data* in *room*, and plan its frame's body: the packing, ready
+    for ``_write`` (its inputs to be let go by ``end()``; the room is in use until then)."""
     if block_size > MAX_COMPILED_BLOCK:
         raise ValueError(f"the compiled engine takes blocks of at most {MAX_COMPILED_BLOCK} bytes")
-    cdef _Scratch scratch = _scratch(data.shape[0], block_size, max_distinct)
+    cdef _Scratch scratch = _scratch(room, data.shape[0], block_size, max_distinct)
     cdef _Cut cut = scratch.cut
     with nogil:
         _split_escapes(data, block_size, max_distinct, escape_limit, cut)
     cdef const int64_t[::1] bounds = cut.starts[: cut.n_blocks + 1]
     cdef const uint8_t[::1] source = cut.changed if cut.escaped else data
-    cdef _Workspace ws = _workspace(bounds, threshold, recycle, -1, merges_per_step)
+    cdef _Workspace ws = _workspace(room, bounds, threshold, recycle, -1, merges_per_step)
     cdef _Encoded enc = _columns(scratch, cut.n_blocks, data.shape[0])
     with nogil:
         _encode(source, bounds, ws, enc)
@@ -1635,14 +1668,18 @@ def encode_frame_body(
     """Cut *data* into blocks and escape them, encode them, pack the frame's body: the body
     and its number of blocks, as ``split_and_find_escapes``, ``encode_blocks`` and
     ``pack_frame_body`` give them."""
-    cdef _Packing f = _encode_frame(
-        data, block_size, max_distinct, escape_limit, threshold, recycle, merges_per_step, budget
-    )
-    body = np.zeros(f.size, dtype=np.uint8)
-    cdef uint8_t[::1] view = body
-    with nogil:
-        _write(f, view)
-    f.end()
+    cdef _Room room = _take_room()
+    cdef _Packing f
+    cdef uint8_t[::1] view
+    try:
+        f = _encode_frame(room, data, block_size, max_distinct, escape_limit, threshold, recycle, merges_per_step, budget)
+        body = np.zeros(f.size, dtype=np.uint8)
+        view = body
+        with nogil:
+            _write(f, view)
+        f.end()
+    finally:
+        room.busy = False
     return body, f.n_out
 
 
@@ -1664,14 +1701,26 @@ def encode_stream(
     """The whole stream of *data* (at most one frame's bytes, not empty) as bytes, in one call:
     compact when its frame is one block, else its header, the frame and the end record
     (docs/FORMAT.md). The bytes ``format.one_frame_stream`` makes of ``encode_frame_body``'s."""
+    if not 0 < data.shape[0] <= MAX_FRAME_SIZE:
+        raise ValueError(f"encode_stream takes 1 to {MAX_FRAME_SIZE} bytes, got {data.shape[0]}")
+    cdef _Room room = _take_room()
+    try:
+        return _stream_of(room, data, block_size, max_distinct, escape_limit, threshold, recycle, merges_per_step, budget)
+    finally:
+        room.busy = False
+
+
+cdef bytes _stream_of(
+    _Room room, const uint8_t[::1] data, Py_ssize_t block_size, Py_ssize_t max_distinct, int64_t escape_limit,
+    int64_t threshold, bint recycle, int64_t merges_per_step, int64_t budget
+):
+    """``encode_stream``, in *room*."""
     cdef Py_ssize_t n = data.shape[0], at, size, total, lead
     cdef uint32_t content_crc, frame_crc
     cdef const uint8_t[::1] framed = FRAMED_HEADER
     cdef const uint8_t[::1] compact = COMPACT_HEADER
-    if not 0 < n <= MAX_FRAME_SIZE:
-        raise ValueError(f"encode_stream takes 1 to {MAX_FRAME_SIZE} bytes, got {n}")
     cdef _Packing f = _encode_frame(
-        data, block_size, max_distinct, escape_limit, threshold, recycle, merges_per_step, budget
+        room, data, block_size, max_distinct, escape_limit, threshold, recycle, merges_per_step, budget
     )
     with nogil:
         content_crc = crc32_update(0, &data[0], n)
