@@ -1682,10 +1682,12 @@ cdef class Encoder:
         if status:
             raise MemoryError("the subword encoder ran out of memory")
 
-    def encode_share(self, list texts, Py_ssize_t lo, Py_ssize_t hi, list out):
+    def encode_share(self, list texts, Py_ssize_t lo, Py_ssize_t hi, list out, after_block=None):
         """Encode ``texts[lo:hi]`` into ``out[lo:hi]``, the GIL released while texts are cut and
         merged, the shared cache only read (call between ``hold`` and ``release``). Returns the
-        share's new words, for ``adopt``."""
+        share's new words, for ``adopt``. *after_block*, when given, is called with the GIL
+        after each block of texts has its lists (the caller's collections of them, made while
+        other threads encode)."""
         cdef WordCache own = WordCache()
         cdef Ids ids, sym
         cdef Chars *chars
@@ -1725,6 +1727,8 @@ cdef class Encoder:
                     out[k + b] = self._as_list(ids.data + start, ends[b] - start)
                     start = ends[b]
                 k += m
+                if after_block is not None:
+                    after_block()
             return own
         finally:
             free(chars)
