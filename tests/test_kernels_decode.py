@@ -520,7 +520,10 @@ def test_a_frame_whose_blocks_do_not_add_up_gets_no_output(mode: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.binary(min_size=1, max_size=300), st.data())
+@given(
+    st.one_of(st.binary(min_size=1, max_size=300), st.lists(st.integers(0, 2), min_size=1, max_size=300).map(bytes)),
+    st.data(),
+)
 def test_escaped_bytes_go_back_where_the_mark_is(block: bytes, data: st.DataObject) -> None:
     """``restore_escapes`` against a plain loop: any block, anywhere in an output with any
     number of bytes after it (the 64-byte compares must stop short of the output's end and
@@ -538,13 +541,55 @@ def test_escaped_bytes_go_back_where_the_mark_is(block: bytes, data: st.DataObje
         if value == mark and k < len(literals):
             want[i] = literals[k]
             k += 1
-    got = decode.restore_escapes(out, before, before + len(block), mark, literals, 0, len(literals))
-    if short:
-        assert got == -1
-    else:
-        assert got == held
-        assert out[before : before + len(block)].tobytes() == bytes(want)
-        assert (out[:before] == mark).all() and (out[before + len(block) :] == mark).all()
+    start = data.draw(st.integers(0, 3))  # literals before the block's, already put back
+    literals = np.concatenate([np.full(start, 99, np.uint8), literals])
+    first = out.copy()
+    for loop in escape_loops():
+        out = first.copy()
+        with escape_loop(loop):
+            got = decode.restore_escapes(out, before, before + len(block), mark, literals, start, len(literals))
+        if short:
+            assert got == -1, loop
+        else:
+            assert got == start + held, loop
+            assert out[before : before + len(block)].tobytes() == bytes(want), loop
+            assert (out[:before] == mark).all() and (out[before + len(block) :] == mark).all(), loop
+
+
+def escape_loops() -> list[str]:
+    """The escape loops this CPU runs: the baseline one, and the AVX-512 VBMI2 one where it has it."""
+    with escape_loop("avx512vbmi2") as taken:
+        return sorted({"baseline", taken})
+
+
+@contextlib.contextmanager
+def escape_loop(name: str) -> Iterator[str]:
+    """The decoder's escape loop *name* while the block runs (the name taken: ``baseline`` where
+    the CPU lacks what *name* needs); the one before after it."""
+    before = _decode.ESCAPE_LOOP
+    try:
+        yield _decode.use_escape_loop(name)
+    finally:
+        _decode.use_escape_loop(before)
+
+
+def test_both_builds_of_the_escape_loop() -> None:
+    """Streams with escapes in many blocks, and the goldens, decode alike with each loop."""
+    rng = np.random.default_rng(12)
+    spread = bytes(rng.integers(0, 256, 40_000, dtype=np.uint8))  # every value: escapes in each block
+    skewed = bytes(rng.choice(256, 40_000, p=np.r_[np.full(200, 0.9 / 200), np.full(56, 0.1 / 56)]).astype(np.uint8))
+    cases = [(bytepair.compress(d, block_size=b), d) for d in (spread, skewed) for b in (300, 4096, 32768)]
+    cases += [(path.read_bytes(), path.with_suffix(".bin").read_bytes()) for path in sorted(GOLDEN.glob("*.bp"))]
+    for loop in escape_loops():
+        with escape_loop(loop):
+            for blob, data in cases:
+                assert streams_agree(blob) == data, loop
+
+
+def test_escape_loop_by_name() -> None:
+    with pytest.raises(ValueError, match="no escape loop named"):
+        _decode.use_escape_loop("sse9")
+    assert _decode.ESCAPE_LOOP in ("avx512vbmi2", "baseline")
 
 
 def test_the_kernels_constants_are_the_formats() -> None:

@@ -65,3 +65,7 @@ def decode_whole(data: object, max_length: int, most_per_byte: int) -> bytes | N
 PAYLOAD_LOOP: str
 
 def use_payload_loop(name: str) -> str: ...
+
+ESCAPE_LOOP: str
+
+def use_escape_loop(name: str) -> str: ...
