@@ -7,7 +7,8 @@ import io
 import numpy as np
 import numpy.typing as npt
 
-from .container.codec import SPARE, decode_whole, encode_stream
+from . import backend
+from .container.codec import MOST_PER_BYTE, SPARE, encode_stream
 from .container.walk import MemorySource, Walker, decode_entry
 from .core.params import resolve_params
 from .io.stream import BytePairCompressor, as_byte_view, check_limit, one_frame
@@ -59,9 +60,18 @@ def decompress(data: object, *, max_length: int | None = None) -> bytes:
     """
     if max_length is not None and max_length < 0:
         raise ValueError(f"max_length must be non-negative or None, got {max_length}")
-    whole = decode_whole(data, max_length)  # one intact stream, compact or framed, in one compiled call
-    if whole is not None:
-        return whole
+    # One intact stream, compact or framed, of at most max_length bytes: in one compiled call
+    # (none on the numpy path). It makes every check the reader below makes and returns None
+    # for anything else (a buffer that is not flat bytes, several streams, damage of any
+    # kind, a limit it would pass), and the reader decodes it frame by frame or says what is
+    # wrong. This saves the reader's calls per frame and the buffer it decodes into; see
+    # core.kernels.stream. A framed stream's output is made only once its structure, every
+    # frame's CRC and block lengths passed, and never for more than MOST_PER_BYTE bytes a byte.
+    read_whole = backend.read_whole
+    if read_whole is not None:
+        whole = read_whole(data, -1 if max_length is None else min(max_length, 1 << 62), MOST_PER_BYTE)
+        if whole is not None:
+            return whole
     buf = as_byte_view(data)
     out = _Output()
     frames = 0

@@ -25,7 +25,7 @@ import importlib.util
 import os
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .core.engine import EncodedBlocks
     from .core.escape import Escapes
     from .core.tables import PairTables
+
+    read_whole: Callable[[object, int, int], bytes | None] | None
 
 __all__ = [
     "EXTENSIONS",
@@ -127,6 +129,23 @@ def use(name: str) -> Iterator[Choice]:
 def _set(chosen: Choice) -> None:
     global _choice, _compiled
     _choice, _compiled = chosen, chosen.name == "compiled"
+    globals().pop("read_whole", None)  # looked up again, on the path now taken
+
+
+def __getattr__(name: str) -> Any:
+    """``read_whole``: the compiled reader of one whole stream (``core.kernels.stream.decode_whole``),
+    or None on the numpy path; looked up on first use (which loads the decoder) and kept as a
+    module attribute until the path changes (PEP 562, as the package's public names).
+
+    ``bytepair.decompress`` reads it as an attribute, with no call on the way: with the
+    interpreter's code cold, as after other work, each Python call between the public
+    function and the kernel cost a small input some 2 us, and the three there were a fifth
+    of decoding a 13 KB file (``benchmarks/README.md``, "Decoding in one call")."""
+    if name == "read_whole":
+        reader = kernel("stream").decode_whole if compiled() else None
+        globals()[name] = reader
+        return reader
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _choose() -> Choice:

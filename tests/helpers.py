@@ -191,7 +191,21 @@ def use_kernels(path: str, monkeypatch: pytest.MonkeyPatch) -> str:
     chosen = bytepair.backend.Choice(path, "" if path == "compiled" else "asked for")
     monkeypatch.setattr(bytepair.backend, "_choice", chosen)
     monkeypatch.setattr(bytepair.backend, "_compiled", path == "compiled")
+    reader = bytepair.backend.kernel("stream").decode_whole if path == "compiled" else None
+    monkeypatch.setattr(bytepair.backend, "read_whole", reader, raising=False)  # (what backend._set looks up again)
     return path
+
+
+def read_whole(blob: bytes, max_length: int | None = None) -> bytes | None:
+    """The one-call reader's answer, as ``bytepair.decompress`` asks it (``backend.read_whole``):
+    *blob*'s bytes, or None where it leaves the stream to the frame-by-frame reader (always,
+    on the numpy path)."""
+    from bytepair.container.codec import MOST_PER_BYTE
+
+    reader = bytepair.backend.read_whole
+    if reader is None:
+        return None
+    return reader(blob, -1 if max_length is None else min(max_length, 1 << 62), MOST_PER_BYTE)
 
 
 def compiled(path: str) -> bool:

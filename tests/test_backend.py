@@ -102,3 +102,26 @@ def test_both_paths_write_the_same_stream(monkeypatch: pytest.MonkeyPatch) -> No
         assert all(bytepair.decompress(packed) == data for packed in expected)
     use_kernels("numpy", monkeypatch)
     assert all(bytepair.decompress(packed) == data for packed in expected)
+
+
+def test_the_whole_stream_reader_follows_the_path() -> None:
+    """``backend.read_whole`` (what ``bytepair.decompress`` calls, with no call on the way) is the
+    compiled reader on the compiled path and None on the numpy one, looked up again whenever
+    the path changes, and first chosen like any operation."""
+    if not compiled_available():
+        pytest.skip(NOT_BUILT)
+    from bytepair.core.kernels import stream
+
+    with kernels("compiled"):
+        assert backend.read_whole is stream.decode_whole
+        with backend.use("numpy"):
+            assert backend.read_whole is None
+            assert bytepair.decompress(bytepair.compress(b"numpy " * 50)) == b"numpy " * 50
+        assert backend.read_whole is stream.decode_whole
+    with pytest.raises(AttributeError, match="no attribute 'read_hole'"):
+        backend.read_hole  # noqa: B018 (an attribute the module does not have)
+    script = "from bytepair import backend; print(backend.read_whole is None, backend.describe())"
+    for value, want in (("numpy", "True numpy"), ("auto", "False compiled")):
+        env = {**os.environ, backend.KERNELS_ENV: value}
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+        assert done.stdout.startswith(want), done.stdout

@@ -68,7 +68,7 @@ def expand_compiled(t: PairTables) -> bytes:
 
 @contextlib.contextmanager
 def compiled_decoding() -> Iterator[None]:
-    """The library on the compiled path for decoding: ``codec.decode_frame``, ``codec.decode_whole``
+    """The library on the compiled path for decoding: ``codec.decode_frame``, ``backend.read_whole``
     and ``backend.expand`` take this module's kernels (and the CRCs ``_crc``'s), whether or
     not the rest of the compiled core is built. (Compress outside: the encoder's kernels
     are not asked for.)"""
@@ -76,6 +76,7 @@ def compiled_decoding() -> Iterator[None]:
         patch.setattr(backend, "_choice", backend.Choice("compiled", ""))
         patch.setattr(backend, "_compiled", True)
         replace_kernels(patch, decode=decode, stream=stream)
+        patch.setattr(backend, "read_whole", stream.decode_whole, raising=False)
         yield
 
 

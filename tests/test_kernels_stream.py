@@ -1,5 +1,5 @@
 """The compiled reader of a whole stream (``core.kernels.stream``, kernels in ``_decode.pyx``;
-``codec.decode_whole``): in one call, it decodes exactly the streams the frame-by-frame
+``backend.read_whole``): in one call, it decodes exactly the streams the frame-by-frame
 reader decodes whole, to the same bytes, and hands everything else back to it. Every test decodes on the
 compiled path (``compiled_decoding``); streams are written on the numpy path (the same bytes)."""
 
@@ -22,10 +22,11 @@ pytest.importorskip(
 )
 
 import bytepair
+from bytepair import backend
 from bytepair.container import codec, crc
 from bytepair.container.format import END_SIZE, pack_end, pack_frame, pack_stream_header
 from bytepair.core.kernels import stream
-from tests.helpers import frame_size, framed, kernels
+from tests.helpers import frame_size, framed, kernels, read_whole
 from tests.strategies import blocky_bytes
 from tests.test_expand import one_block
 from tests.test_kernels_decode import compiled_decoding
@@ -47,7 +48,7 @@ def compress(data: bytes, **options: Any) -> bytes:
 
 def whole(blob: bytes, max_length: int | None = None) -> bytes | None:
     """*blob* through ``decode_stream``: its bytes, or None when it handed the stream back."""
-    got = codec.decode_whole(blob, max_length)
+    got = read_whole(blob, max_length)
     assert got is None or type(got) is bytes
     return got
 
@@ -67,7 +68,7 @@ def peak_while(call: Callable[[], object]) -> int:
 def frame_by_frame(blob: bytes, max_length: int | None = None) -> bytes | Exception:
     """*blob* through ``bytepair.decompress`` without the whole-stream kernel."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bytepair._core, "decode_whole", lambda *args: None)
+        patch.setattr(backend, "read_whole", None, raising=False)
         try:
             return bytepair.decompress(blob, max_length=max_length)
         except bytepair.BytePairError as exc:
@@ -245,7 +246,7 @@ def test_an_output_view_that_outlives_the_call_costs_a_copy_not_an_error(monkeyp
         return real(entry, rest, into)
 
     blob = multi_frame(TEXT)
-    monkeypatch.setattr(bytepair._core, "decode_whole", lambda *args: None)
+    monkeypatch.setattr(backend, "read_whole", None, raising=False)
     monkeypatch.setattr(bytepair._core, "decode_entry", keep_room)
     assert bytepair.decompress(blob) == TEXT
     assert len(kept) > 1
@@ -382,17 +383,17 @@ def test_the_front_door_takes_flat_buffers_of_bytes_and_hands_back_the_rest() ->
     assert compact_blob[5] == 1 and framed_blob[5] == 0
     for blob, data in ((framed_blob, TEXT), (compact_blob, TEXT[:3000])):
         for form in (blob, bytearray(blob), memoryview(blob), np.frombuffer(blob, dtype=np.uint8)):
-            assert codec.decode_whole(form, None) == data
-        assert codec.decode_whole(blob, len(data)) == data
-        assert codec.decode_whole(blob, len(data) - 1) is None
-        assert codec.decode_whole(blob, 1 << 80) == data  # any limit beyond a C integer
+            assert read_whole(form, None) == data
+        assert read_whole(blob, len(data)) == data
+        assert read_whole(blob, len(data) - 1) is None
+        assert read_whole(blob, 1 << 80) == data  # any limit beyond a C integer
         padded = np.frombuffer(blob + b"\0", dtype=np.uint8)
         for other in (
             np.frombuffer(blob[: len(blob) // 2 * 2], dtype=np.uint16),  # not bytes
             memoryview(padded)[::2],  # not flat
             blob.decode("latin-1"),  # not a buffer
         ):
-            assert codec.decode_whole(other, None) is None
+            assert read_whole(other, None) is None
         if len(blob) % 2 == 0:
             assert bytepair.decompress(np.frombuffer(blob, dtype=np.uint16)) == data  # the reader's byte view of it
     with pytest.raises(TypeError, match="bytes-like"):

@@ -40,7 +40,6 @@ __all__ = [
     "block_costs",
     "decode_compact",
     "decode_frame",
-    "decode_whole",
     "encode_frame",
     "encode_stream",
 ]
@@ -280,26 +279,9 @@ def decode_compact(
 
 
 MOST_PER_BYTE = 4096
-"""``decode_whole`` takes a framed stream whose end record claims at most this many bytes for
-each of its own: beyond any stream the format can describe (a block of 65,535 bytes takes
-at least some 60), so no legitimate stream is refused. A bound behind ``plan_stream``'s
+"""The one-call reader (``backend.read_whole``, from ``bytepair.decompress``) takes a framed
+stream whose end record claims at most this many bytes for each of its own: beyond any
+stream the format can describe (a block of 65,535 bytes takes at least some 60), so no
+legitimate stream is refused. A bound behind ``plan_stream``'s
 checks: a stream crafted to pass them (right CRCs, block lengths that add up, columns
 that do not) cannot make ``decompress`` reserve more than this before it is refused."""
-
-
-def decode_whole(data: object, max_length: int | None) -> bytes | None:
-    """*data*'s bytes in one compiled call when it is exactly one intact stream, compact or
-    framed, of at most *max_length* bytes; else None, for the caller's reader
-    (``container.walk.Walker``) to decode it frame by frame or say what is wrong: the numpy
-    path, a buffer that is not flat bytes, several streams, damage of any kind, a limit it
-    would pass.
-
-    This saves the Python reader's calls per frame, and the buffer the reader decodes into
-    (see ``core.kernels.stream``); the kernels make every check the reader makes, and leave
-    the errors to it. A framed stream's output is made only once its structure, every
-    frame's CRC and block lengths passed, and never for more than ``MOST_PER_BYTE`` bytes a
-    byte."""
-    if not backend.compiled():
-        return None
-    limit = -1 if max_length is None else min(max_length, 1 << 62)  # (a C integer: any limit beyond a stream's size)
-    return backend.kernel("stream").decode_whole(data, limit, MOST_PER_BYTE)  # type: ignore[no-any-return]
