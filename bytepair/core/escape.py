@@ -10,14 +10,13 @@ block like any other. See docs/FORMAT.md, "Escapes".
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import numpy as np
 import numpy.typing as npt
 
 from . import faults
-from .tables import block_byte_counts, block_cells, run_edges
+from .tables import Escapes, block_byte_counts, block_cells, run_edges
 
 __all__ = ["BYTES_PER_FREE_CODE", "Escapes", "find_escapes", "restore_escapes"]
 
@@ -25,39 +24,6 @@ BYTES_PER_FREE_CODE = 16
 """A block escapes only if it holds at least this many bytes per free code: shorter
 blocks rarely use up their codes, so escapes would cost bytes and free nothing
 useful (on the corpora, escaping every block instead gains nothing)."""
-
-
-@dataclasses.dataclass
-class Escapes:
-    """Per block: how many bytes were escaped (``count``) and the value standing
-    for them (``mark``, meaningful where ``count > 0``); ``literals`` holds the
-    escaped bytes' original values, block by block, in position order."""
-
-    count: npt.NDArray[np.int64]
-    mark: npt.NDArray[np.uint8]
-    literals: npt.NDArray[np.uint8]
-
-    @classmethod
-    def none(cls, n_blocks: int) -> Escapes:
-        return cls(np.zeros(n_blocks, dtype=np.int64), np.zeros(n_blocks, dtype=np.uint8), np.zeros(0, dtype=np.uint8))
-
-    def cost(self) -> npt.NDArray[np.int64]:
-        """Body bytes the escapes add to each block: its escaped bytes and its mark."""
-        cost: npt.NDArray[np.int64] = self.count + (self.count > 0)
-        return cost
-
-    def blocks(self, lo: int, hi: int) -> Escapes:
-        """The escapes of blocks *lo* to *hi* (exclusive)."""
-        literal_at = int(self.count[:lo].sum())
-        literal_end = literal_at + int(self.count[lo:hi].sum())
-        return Escapes(self.count[lo:hi], self.mark[lo:hi], self.literals[literal_at:literal_end])
-
-    def take(self, keep: npt.NDArray[np.bool_]) -> Escapes:
-        """These escapes with those of the blocks not in *keep* dropped."""
-        literal_keep = np.repeat(keep, self.count)
-        return Escapes(
-            np.where(keep, self.count, 0), np.where(keep, self.mark, 0).astype(np.uint8), self.literals[literal_keep]
-        )
 
 
 def find_escapes(

@@ -11,15 +11,13 @@ import dataclasses
 import functools
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from .escape import Escapes
-
 __all__ = [
+    "Escapes",
     "PairTables",
     "block_byte_counts",
     "block_cells",
@@ -30,6 +28,40 @@ __all__ = [
     "for_sums",
     "run_edges",
 ]
+
+
+@dataclasses.dataclass
+class Escapes:
+    """The escapes of a run of blocks (``core.escape`` makes them and puts them back). Per
+    block: how many bytes were escaped (``count``) and the value standing for them
+    (``mark``, meaningful where ``count > 0``); ``literals`` holds the escaped bytes'
+    original values, block by block, in position order."""
+
+    count: npt.NDArray[np.int64]
+    mark: npt.NDArray[np.uint8]
+    literals: npt.NDArray[np.uint8]
+
+    @classmethod
+    def none(cls, n_blocks: int) -> Escapes:
+        return cls(np.zeros(n_blocks, dtype=np.int64), np.zeros(n_blocks, dtype=np.uint8), np.zeros(0, dtype=np.uint8))
+
+    def cost(self) -> npt.NDArray[np.int64]:
+        """Body bytes the escapes add to each block: its escaped bytes and its mark."""
+        cost: npt.NDArray[np.int64] = self.count + (self.count > 0)
+        return cost
+
+    def blocks(self, lo: int, hi: int) -> Escapes:
+        """The escapes of blocks *lo* to *hi* (exclusive)."""
+        literal_at = int(self.count[:lo].sum())
+        literal_end = literal_at + int(self.count[lo:hi].sum())
+        return Escapes(self.count[lo:hi], self.mark[lo:hi], self.literals[literal_at:literal_end])
+
+    def take(self, keep: npt.NDArray[np.bool_]) -> Escapes:
+        """These escapes with those of the blocks not in *keep* dropped."""
+        literal_keep = np.repeat(keep, self.count)
+        return Escapes(
+            np.where(keep, self.count, 0), np.where(keep, self.mark, 0).astype(np.uint8), self.literals[literal_keep]
+        )
 
 
 @dataclasses.dataclass
