@@ -839,13 +839,18 @@ def test_ctrl_c_at_any_moment_is_status_130_and_no_traceback(args: list[str], tm
         time.sleep(python_itself + (whole_run - python_itself) * k / 24)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=TIMEOUT)
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+        assert (tmp_path / src).read_bytes() == (data if src == "data.txt" else packed)
+        if proc.returncode == 1 and err.startswith(b"Fatal Python error: init_import_site"):
+            # on a loaded machine the signal can still land in Python's own start-up (its site
+            # module), before any of bytepair runs: not a moment this test is about
+            assert not (tmp_path / out).exists()
+            continue
         statuses.add(proc.returncode)
         # 130, or killed by SIGINT itself (-2: in Python's last moments, after its handler is
         # gone), which a shell reports as 130 too
         assert proc.returncode in (0, 130, -signal.SIGINT), (k, proc.returncode, err)
         assert err == b"", (k, err)
-        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-        assert (tmp_path / src).read_bytes() == (data if src == "data.txt" else packed)
         if proc.returncode == 0 or (tmp_path / out).exists():
             assert (tmp_path / out).read_bytes() == want
         if proc.returncode == 130:
