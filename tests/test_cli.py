@@ -851,10 +851,10 @@ def test_ctrl_c_at_any_moment_is_status_130_and_no_traceback(args: list[str], tm
         # gone), which a shell reports as 130 too
         assert proc.returncode in (0, 130, -signal.SIGINT), (k, proc.returncode, err)
         assert err == b"", (k, err)
+        # absent or whole: interrupted after its output was renamed into place, a run still
+        # ends with 130 (as gzip does) and the output stays
         if proc.returncode == 0 or (tmp_path / out).exists():
             assert (tmp_path / out).read_bytes() == want
-        if proc.returncode == 130:
-            assert not (tmp_path / out).exists()
     assert 130 in statuses
 
 

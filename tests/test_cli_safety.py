@@ -303,3 +303,34 @@ def test_names_that_are_not_utf8_in_bench_and_explain(tmp_path: Path) -> None:
     proc = run("explain", "--file", b"missing\xff", cwd=tmp_path)
     assert proc.returncode != 0
     assert proc.stderr.decode().startswith("bytepair explain: cannot read missing\\xff: ")
+
+
+def test_an_interrupt_as_the_temporary_file_is_made_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``io.atomic.atomic_output`` holds SIGINT back from the temporary file's creation until its
+    removal on failure is armed: a Ctrl-C that came in between (here, sent the moment the file
+    exists) is raised inside, and the file goes. Without the hold it was left behind."""
+    import signal
+
+    from bytepair.io import atomic
+
+    if not hasattr(signal, "pthread_sigmask"):
+        pytest.skip("no signal masks on this platform")
+    made = atomic._create_temp
+
+    def made_then_interrupted(directory: str, name: str) -> tuple[int, str]:
+        got = made(directory, name)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # bytecodes at which a pending handler would run
+            pass
+        return got
+
+    monkeypatch.setattr(atomic, "_create_temp", made_then_interrupted)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), atomic.atomic_output(str(tmp_path / "out"), overwrite=False, mode=0o644):
+            raise AssertionError("the interrupt comes before the caller's block")
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert os.listdir(tmp_path) == []

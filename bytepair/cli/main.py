@@ -256,15 +256,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     opts = parser.parse_args(args)
     mode = _mode(parser, opts)
-    with _signals():
-        try:
-            return _Run(opts, mode).run()
-        except _Interrupted as exc:
-            return 128 + exc.signum
-        except KeyboardInterrupt:
-            return 128 + signal.SIGINT
-        except MemoryError:  # outside the files' own handling (-b, -l's total): still one line
-            return _out_of_memory()
+    try:  # (outside the handlers' block too: a signal may land while they are put back)
+        with _signals():
+            try:
+                return _Run(opts, mode).run()
+            except KeyboardInterrupt:
+                return 128 + signal.SIGINT
+            except MemoryError:  # outside the files' own handling (-b, -l's total): still one line
+                return _out_of_memory()
+    except _Interrupted as exc:
+        return 128 + exc.signum
 
 
 THREADS_FROM = 4 << 20

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
+import threading
 from collections.abc import Iterator
 
 __all__ = ["FdWriter", "atomic_output", "fsync_directory"]
@@ -50,12 +52,16 @@ def atomic_output(
     that appeared while the data was being written. Every ``OSError`` names *dest*.
     """
     directory = os.path.dirname(dest) or os.curdir
+    held = _hold_signals()  # until the cleanup below is armed: an interrupt must not leave the file
     try:
         fd, tmp = _create_temp(directory, os.path.basename(dest))
-    except OSError as exc:
-        _blame(exc, dest)
+    except BaseException as exc:
+        _release_signals(held)
+        if isinstance(exc, OSError):
+            _blame(exc, dest)
         raise
     try:
+        _release_signals(held)
         try:
             yield FdWriter(fd, dest)
             os.fchmod(fd, mode)
@@ -72,6 +78,26 @@ def atomic_output(
         if isinstance(exc, OSError):
             _blame(exc, dest)
         raise
+
+
+_HELD = {signal.SIGINT, signal.SIGTERM}
+"""The signals the command turns into an unwinding exception (``cli.main._signals``)."""
+
+
+def _hold_signals() -> set[int | signal.Signals] | None:
+    """Hold back SIGINT and SIGTERM in this thread (where they reach Python's handlers: the main
+    one) and return the mask to restore; None where there is nothing to do. Between the
+    temporary file's creation and the ``try`` that removes it on failure, a Ctrl-C left it
+    behind (about one run in a few hundred, interrupted at random moments)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+
+
+def _release_signals(held: set[int | signal.Signals] | None) -> None:
+    """Restore the mask :func:`_hold_signals` returned: a signal that came meanwhile is delivered now."""
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _create_temp(directory: str, name: str) -> tuple[int, str]:
