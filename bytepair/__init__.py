@@ -13,8 +13,8 @@ and the command line before it knows what it will do, cost almost nothing.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # (not typing's: importing typing is long enough for a Ctrl-C at start-up to land in it)
 if TYPE_CHECKING:
     from ._core import compress, decompress
     from ._errors import (
